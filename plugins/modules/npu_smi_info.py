@@ -1,0 +1,359 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+
+# Copyright (c) kunpeng_ascend.vllm contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: npu_smi_info
+short_description: Read Ascend NPU chips, health and processes from C(npu-smi info)
+version_added: 0.1.0
+description:
+  - Runs C(npu-smi info) once and returns its chip table and process table as data.
+  - The table is read by its structure (cells and header names), so the layouts of the Ascend 310, 310P, 910 (A),
+    910B (A2), A3 and 950 families and of npu-smi releases from 20.x to 26.x all parse; a line that cannot be read
+    gives a warning and null fields instead of a failure.
+  - Optionally runs one C(npu-smi info -t TYPE -i NPU) per NPU for each type in O(details).
+  - Only reads; it never changes the host.
+author:
+  - kunpeng_ascend.vllm maintainers (@kunpeng-ascend)
+extends_documentation_fragment:
+  - kunpeng_ascend.vllm.attributes
+attributes:
+  check_mode:
+    support: full
+    details:
+      - The module only reads, so it runs C(npu-smi) in check mode too and returns the same result.
+  diff_mode:
+    support: none
+  platform:
+    support: full
+    platforms: posix
+options:
+  npu_smi_path:
+    description:
+      - Path of the C(npu-smi) executable.
+      - When not set, C(npu-smi) is looked up in E(PATH), then C(/usr/local/bin/npu-smi) and C(/usr/local/sbin/npu-smi)
+        (where the Ascend driver installs it).
+    type: path
+  timeout:
+    description:
+      - Seconds each C(npu-smi) run may take before coreutils C(timeout) stops it (and kills it 5 seconds later).
+      - C(npu-smi) hangs when the driver or a device is in a bad state; the module then fails with a hint.
+      - V(0) runs without a time limit. Without coreutils C(timeout) on the host the module warns and runs without one.
+    type: int
+    default: 60
+  details:
+    description:
+      - Extra C(npu-smi info -t TYPE -i NPU) queries, one run per NPU for each type listed.
+      - "Their C(key : value) output is returned in RV(npu_smi.details)."
+    type: list
+    elements: str
+    choices: [board, common, flash, health, memory, power, temp, usages]
+    default: []
+requirements:
+  - The Ascend NPU driver, which provides C(npu-smi).
+notes:
+  - The user running the module must be root or in group C(HwHiAiUser), else C(npu-smi) fails with dcmi error -8005.
+  - Numbers printed with a decimal point (power) are floats, the others integers; C(-) and C(NA) are returned as null.
+"""
+
+EXAMPLES = r"""
+- name: Read the NPUs
+  kunpeng_ascend.vllm.npu_smi_info:
+  register: npu
+
+- name: Stop unless every chip is healthy
+  ansible.builtin.assert:
+    that:
+      - npu.npu_smi.all_healthy
+      - npu.npu_smi.npu_count == 8
+    fail_msg: "Unhealthy NPU chips: {{ npu.npu_smi.chips | rejectattr('health', 'eq', 'OK') | map(attribute='npu_id') | list }}"
+
+- name: List the processes holding NPU memory, with board details, on a slow host
+  kunpeng_ascend.vllm.npu_smi_info:
+    npu_smi_path: /usr/local/bin/npu-smi
+    timeout: 120
+    details:
+      - board
+  register: npu
+
+- name: Show the NPU processes
+  ansible.builtin.debug:
+    msg: "{{ npu.npu_smi.processes | map(attribute='pid') | list }}"
+"""
+
+RETURN = r"""
+npu_smi:
+  description: What C(npu-smi info) printed.
+  returned: success
+  type: dict
+  contains:
+    version:
+      description: Version of the npu-smi tool (the C(npu-smi X) field); null when not printed.
+      returned: success
+      type: str
+      sample: 24.1.rc3.7
+    driver_version:
+      description: "Version of the NPU driver (the C(Version: Y) field); may differ from RV(npu_smi.version)."
+      returned: success
+      type: str
+      sample: 24.1.rc3.7
+    npu_count:
+      description: Number of distinct NPU ids in the chip table.
+      returned: success
+      type: int
+      sample: 8
+    chip_count:
+      description: Number of chips in the chip table.
+      returned: success
+      type: int
+      sample: 16
+    all_healthy:
+      description: Whether at least one chip is listed and every chip's health is C(OK).
+      returned: success
+      type: bool
+      sample: true
+    chips:
+      description:
+        - One entry per chip, in table order.
+        - A field is null where the layout has no such column or prints C(-) or C(NA).
+      returned: success
+      type: list
+      elements: dict
+      contains:
+        npu_id:
+          description: NPU (card) id, as given to C(npu-smi info -i).
+          type: int
+          sample: 0
+        chip_id:
+          description: Chip id within the NPU (the C(Chip) column); null on layouts without it.
+          type: int
+          sample: 1
+        device_id:
+          description: Id printed beside the chip id (C(Device) on the 310 family, C(Phy-ID) on A3); null where absent.
+          type: int
+          sample: 1
+        name:
+          description: Chip name as printed.
+          type: str
+          sample: 910B3
+        health:
+          description: Health as printed, for example C(OK), C(Warning), C(Alarm), C(Critical).
+          type: str
+          sample: OK
+        bus_id:
+          description: PCIe bus id; null when printed as C(NA).
+          type: str
+          sample: "0000:C1:00.0"
+        power_w:
+          description: Power draw in watts.
+          type: float
+          sample: 93.4
+        temp_c:
+          description: Temperature in degrees Celsius.
+          type: int
+          sample: 41
+        aicore_percent:
+          description: AI core utilisation in percent (the C(AICore) column; C(NPU Util) on Ascend 950).
+          type: int
+          sample: 27
+        hugepages_used:
+          description: Huge pages in use.
+          type: int
+          sample: 0
+        hugepages_total:
+          description: Huge pages in total.
+          type: int
+          sample: 0
+        memory_used_mb:
+          description: Memory in use (MB); the only memory pair of the 310 family, DDR beside HBM on 910 cards.
+          type: int
+          sample: 1848
+        memory_total_mb:
+          description: Memory in total (MB).
+          type: int
+          sample: 21525
+        hbm_used_mb:
+          description: HBM in use (MB).
+          type: int
+          sample: 59718
+        hbm_total_mb:
+          description: HBM in total (MB).
+          type: int
+          sample: 65536
+    processes:
+      description: One entry per process row of the process table, in table order.
+      returned: success
+      type: list
+      elements: dict
+      contains:
+        npu_id:
+          description: NPU id the process uses.
+          type: int
+          sample: 5
+        chip_id:
+          description: Chip id within the NPU; null on layouts without it.
+          type: int
+          sample: 0
+        pid:
+          description: Process id on the host.
+          type: int
+          sample: 904545
+        name:
+          description: Process name as printed (truncated by npu-smi, empty for some container processes).
+          type: str
+          sample: python3
+        memory_mb:
+          description: NPU memory the process holds (MB).
+          type: int
+          sample: 101
+        container_pid:
+          description: Process id inside its container (npu-smi 26.x); null where absent or C(NA).
+          type: int
+          sample: 12
+    details:
+      description:
+        - For each type in O(details), a list with one entry per NPU (in table order) holding the output of
+          C(npu-smi info -t TYPE -i NPU), as a dict with the NPU's C(npu_id) and a list of C(sections).
+        - "A section is one blank-line separated group of C(key : value) lines, as a dict of the values as printed."
+        - An empty dict when O(details) is empty.
+      returned: success
+      type: dict
+      sample:
+        board:
+          - npu_id: 0
+            sections:
+              - NPU ID: "0"
+                Chip Count: "1"
+              - Chip ID: "0"
+                Chip Type: Ascend
+                Chip Name: 910B4
+"""
+
+import collections
+import os
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.common.locale import get_best_parsable_locale
+
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._npu_smi import (
+    describe_npu_smi_failure,
+    npu_smi_failure_hint,
+    parse_npu_smi_info,
+    parse_npu_smi_key_values,
+)
+
+# Where the Ascend driver installs npu-smi; a remote PATH often lacks /usr/local/bin.
+NPU_SMI_FALLBACK_PATHS = ('/usr/local/bin/npu-smi', '/usr/local/sbin/npu-smi')
+# Seconds between timeout's TERM and its KILL, for an npu-smi stuck in the driver.
+KILL_AFTER_SECONDS = 5
+
+NpuSmiRun = collections.namedtuple('NpuSmiRun', 'command argv rc stdout stderr')
+
+
+def _is_executable(path):
+    return os.path.isfile(path) and os.access(path, os.X_OK)
+
+
+def find_npu_smi(module):
+    configured = module.params['npu_smi_path']
+    if configured:
+        if _is_executable(configured):
+            return configured
+        module.fail_json(msg='npu_smi_path: %s is not an executable file' % configured)
+    found = module.get_bin_path('npu-smi')
+    if found:
+        return found
+    for candidate in NPU_SMI_FALLBACK_PATHS:
+        if _is_executable(candidate):
+            return candidate
+    module.fail_json(msg='npu-smi was found neither in PATH nor as %s: install the Ascend NPU driver, '
+                         'or set npu_smi_path to its location' % ' or '.join(NPU_SMI_FALLBACK_PATHS))
+
+
+class NpuSmiRunner:
+    """Runs npu-smi under a time limit and a parsable locale, failing the module with a hint on errors."""
+
+    def __init__(self, module, npu_smi):
+        self._module = module
+        self._npu_smi = npu_smi
+        self._prefix = self._timeout_prefix()
+        # npu-smi's messages are matched against English text, so keep them out of the user's language.
+        locale = get_best_parsable_locale(module)
+        self._environ = {'LANG': locale, 'LC_ALL': locale, 'LC_MESSAGES': locale}
+
+    def _timeout_prefix(self):
+        seconds = self._module.params['timeout']
+        if seconds < 0:
+            self._module.fail_json(msg='timeout must be 0 (no limit) or a number of seconds, not %d' % seconds)
+        if seconds == 0:
+            return []
+        timeout = self._module.get_bin_path('timeout')
+        if not timeout:
+            self._module.warn('coreutils timeout was not found, so npu-smi runs without a time limit')
+            return []
+        return [timeout, '--kill-after=%d' % KILL_AFTER_SECONDS, str(seconds)]
+
+    def run(self, *args):
+        """Run ``npu-smi ARGS``; fail the module unless it exits 0."""
+        argv = self._prefix + [self._npu_smi] + list(args)
+        rc, stdout, stderr = self._module.run_command(argv, environ_update=self._environ, check_rc=False)
+        result = NpuSmiRun(' '.join(('npu-smi',) + args), argv, rc, stdout, stderr)
+        if rc != 0:
+            self.fail(result)
+        return result
+
+    def fail(self, result):
+        self._module.fail_json(msg=describe_npu_smi_failure(result.command, result.rc, result.stdout, result.stderr),
+                               cmd=result.argv, rc=result.rc, stdout=result.stdout, stderr=result.stderr)
+
+
+def read_info(module, runner):
+    info = runner.run('info')
+    warnings = []
+    npu_smi = parse_npu_smi_info(info.stdout, warn=warnings.append)
+    # npu-smi may print a dcmi error and still exit 0; then the missing table is that error, not a parse problem.
+    if not npu_smi['chips'] and npu_smi_failure_hint(info.rc, info.stdout, info.stderr):
+        runner.fail(info)
+    for warning in warnings:
+        module.warn(warning)
+    return npu_smi
+
+
+def read_details(module, runner, npu_ids):
+    details = {}
+    for detail_type in module.params['details']:
+        details[detail_type] = []
+        for npu_id in npu_ids:
+            run = runner.run('info', '-t', detail_type, '-i', str(npu_id))
+            sections = parse_npu_smi_key_values(
+                run.stdout, warn=lambda message, command=run.command: module.warn('%s: %s' % (command, message)))
+            details[detail_type].append({'npu_id': npu_id, 'sections': sections})
+    return details
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            npu_smi_path=dict(type='path'),
+            timeout=dict(type='int', default=60),
+            details=dict(type='list', elements='str', default=[],
+                         choices=['board', 'common', 'flash', 'health', 'memory', 'power', 'temp', 'usages']),
+        ),
+        # npu-smi info only reads, so check mode runs it as well.
+        supports_check_mode=True,
+    )
+    runner = NpuSmiRunner(module, find_npu_smi(module))
+    npu_smi = read_info(module, runner)
+    # An NPU with two chips (A3, 310P Duo) is listed twice; detail queries go once per NPU, in table order.
+    npu_ids = list(dict.fromkeys(chip['npu_id'] for chip in npu_smi['chips'] if chip['npu_id'] is not None))
+    npu_smi['details'] = read_details(module, runner, npu_ids)
+    module.exit_json(changed=False, npu_smi=npu_smi)
+
+
+if __name__ == '__main__':
+    main()

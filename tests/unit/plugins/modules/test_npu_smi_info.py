@@ -1,0 +1,248 @@
+# -*- coding: utf-8 -*-
+
+# Copyright (c) kunpeng_ascend.vllm contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+"""npu_smi_info's main() against a fake host: run_command, get_bin_path and the executables are mocked."""
+
+from __future__ import annotations
+
+from unittest import mock
+
+import pytest
+
+from ansible.module_utils import basic
+from ansible.module_utils.testing import patch_module_args
+
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._npu_smi import parse_npu_smi_info
+from ansible_collections.kunpeng_ascend.vllm.plugins.modules import npu_smi_info
+from ansible_collections.kunpeng_ascend.vllm.tests.unit.plugins.module_utils.test_npu_smi import (
+    HWHIAIUSER_HINT,
+    load_fixture,
+)
+
+NPU_SMI = '/usr/local/bin/npu-smi'
+TIMEOUT = '/usr/bin/timeout'
+LOCALE = '/usr/bin/locale'
+PARSABLE_LOCALE = {'LANG': 'C.utf8', 'LC_ALL': 'C.utf8', 'LC_MESSAGES': 'C.utf8'}
+TIMED_OUT_HINT = ('npu-smi hung and was stopped by the timeout: a driver or device problem '
+                  '(see dmesg and the device health; raise timeout only if the host is merely slow)')
+
+BUSY_910B3 = 'npu-smi-info_910B3_25.0.rc1.b010_8npu_8procs_busy.txt'
+DUO_310P3 = 'npu-smi-info_310P3-Duo_25.2.0_4card-2chip_procs.txt'
+
+
+class ExitJson(Exception):
+    pass
+
+
+class FailJson(Exception):
+    pass
+
+
+def exit_json(module, **result):
+    raise ExitJson(result)
+
+
+def fail_json(module, **result):
+    raise FailJson(result)
+
+
+class FakeHost:
+    """What the module sees of the host: executables on PATH and elsewhere, and npu-smi's answers."""
+
+    def __init__(self):
+        self.on_path = {'npu-smi': NPU_SMI, 'timeout': TIMEOUT, 'locale': LOCALE}
+        self.executables = {NPU_SMI}
+        self.answers = {}  # npu-smi's arguments (a tuple) -> (rc, stdout, stderr)
+        self.run_command = mock.Mock(side_effect=self._run)
+        self.get_bin_path = mock.Mock(side_effect=lambda arg, required=False, opt_dirs=None: self.on_path.get(arg))
+        self.warn = mock.Mock()
+
+    def _run(self, argv, **kwargs):
+        if argv == [LOCALE, '-a']:
+            return 0, 'C\nC.utf8\nPOSIX\nen_US.utf8\n', ''
+        npu_smi = next(index for index, arg in enumerate(argv) if arg.endswith('npu-smi'))
+        return self.answers[tuple(argv[npu_smi + 1:])]
+
+    def npu_smi_calls(self):
+        return [call for call in self.run_command.call_args_list if call.args[0] != [LOCALE, '-a']]
+
+
+@pytest.fixture
+def host(monkeypatch):
+    fake = FakeHost()
+    monkeypatch.setattr(basic.AnsibleModule, 'run_command', fake.run_command)
+    monkeypatch.setattr(basic.AnsibleModule, 'get_bin_path', fake.get_bin_path)
+    monkeypatch.setattr(basic.AnsibleModule, 'warn', fake.warn)
+    monkeypatch.setattr(basic.AnsibleModule, 'exit_json', exit_json)
+    monkeypatch.setattr(basic.AnsibleModule, 'fail_json', fail_json)
+    monkeypatch.setattr(npu_smi_info, '_is_executable', fake.executables.__contains__)
+    return fake
+
+
+def run_module(args, outcome=ExitJson):
+    with patch_module_args(args):
+        with pytest.raises(outcome) as raised:
+            npu_smi_info.main()
+    return raised.value.args[0]
+
+
+def npu_smi_call(*args, **prefix):
+    """The run_command call for ``npu-smi ARGS`` with the default 60 s timeout prefix (or ``prefix=[...]``)."""
+    argv = prefix.get('prefix', [TIMEOUT, '--kill-after=5', '60']) + [prefix.get('npu_smi', NPU_SMI)] + list(args)
+    return mock.call(argv, environ_update=PARSABLE_LOCALE, check_rc=False)
+
+
+def board_output(npu_id):
+    return ('        NPU ID                         : %d\n'
+            '        Chip Count                     : 2\n'
+            '\n'
+            '        Chip ID                        : 0\n'
+            '        Chip Name                      : 310P3\n' % npu_id)
+
+
+# --- success ------------------------------------------------------------------------------------------------------
+
+def test_runs_npu_smi_info_once_under_timeout_with_a_parsable_locale(host):
+    stdout = load_fixture(BUSY_910B3)
+    host.answers[('info',)] = (0, stdout, '')
+    result = run_module({})
+    assert host.npu_smi_calls() == [npu_smi_call('info')]
+    assert result == {'changed': False, 'npu_smi': dict(parse_npu_smi_info(stdout), details={})}
+    npu = result['npu_smi']
+    assert (npu['version'], npu['driver_version'], npu['npu_count'], npu['chip_count'], npu['all_healthy']) == \
+        ('25.0.rc1.b010', '25.0.rc1.b010', 8, 8, True)
+    assert npu['chips'][0]['hbm_used_mb'] == 59718
+    assert npu['processes'][5] == {'npu_id': 5, 'chip_id': 0, 'pid': 1079652, 'name': '', 'memory_mb': 56374,
+                                   'container_pid': None}
+    host.warn.assert_not_called()
+
+
+def test_check_mode_reads_the_same(host):
+    host.answers[('info',)] = (0, load_fixture(BUSY_910B3), '')
+    real = run_module({})
+    assert run_module({'_ansible_check_mode': True}) == real
+    assert host.npu_smi_calls() == [npu_smi_call('info')] * 2
+
+
+def test_parser_warnings_become_module_warnings(host):
+    host.answers[('info',)] = (0, load_fixture('npu-smi-info_910B1_23.0.rc2_8npu_elided.txt'), '')
+    result = run_module({})
+    assert result['npu_smi']['chip_count'] == 3
+    host.warn.assert_called_once_with("npu-smi info line 14: ignored text inside the table: '...'")
+
+
+def test_details_board_runs_one_extra_call_per_npu(host):
+    host.answers[('info',)] = (0, load_fixture(DUO_310P3), '')
+    for npu_id in (2, 3, 5, 6):
+        host.answers[('info', '-t', 'board', '-i', str(npu_id))] = (0, board_output(npu_id), '')
+    result = run_module({'details': ['board']})
+    assert host.npu_smi_calls() == [npu_smi_call('info')] + [
+        npu_smi_call('info', '-t', 'board', '-i', str(npu_id)) for npu_id in (2, 3, 5, 6)]
+    assert result['npu_smi']['chip_count'] == 8
+    assert result['npu_smi']['details'] == {'board': [
+        {'npu_id': npu_id, 'sections': [{'NPU ID': str(npu_id), 'Chip Count': '2'},
+                                        {'Chip ID': '0', 'Chip Name': '310P3'}]}
+        for npu_id in (2, 3, 5, 6)]}
+
+
+def test_detail_warnings_name_the_command(host):
+    host.answers[('info',)] = (0, load_fixture('npu-smi-info_910B4_24.1.rc1_1npu_noproc_fastllm-doc.txt'), '')
+    host.answers[('info', '-t', 'memory', '-i', '0')] = (0, 'garbage\n        HBM Capacity(MB)  : 32768\n', '')
+    result = run_module({'details': ['memory']})
+    assert result['npu_smi']['details'] == {'memory': [{'npu_id': 0, 'sections': [{'HBM Capacity(MB)': '32768'}]}]}
+    host.warn.assert_called_once_with(
+        """npu-smi info -t memory -i 0: line 1: not a "key : value" line, ignored: 'garbage'""")
+
+
+def test_npu_smi_path_and_timeout_options(host):
+    host.executables.add('/usr/local/Ascend/driver/tools/npu-smi')
+    host.answers[('info',)] = (0, load_fixture(BUSY_910B3), '')
+    run_module({'npu_smi_path': '/usr/local/Ascend/driver/tools/npu-smi', 'timeout': 5})
+    assert host.npu_smi_calls() == [npu_smi_call('info', prefix=[TIMEOUT, '--kill-after=5', '5'],
+                                                 npu_smi='/usr/local/Ascend/driver/tools/npu-smi')]
+
+
+def test_timeout_0_runs_without_a_limit(host):
+    host.answers[('info',)] = (0, load_fixture(BUSY_910B3), '')
+    run_module({'timeout': 0})
+    assert host.npu_smi_calls() == [npu_smi_call('info', prefix=[])]
+
+
+def test_without_coreutils_timeout_it_warns_and_runs_without_a_limit(host):
+    del host.on_path['timeout']
+    host.answers[('info',)] = (0, load_fixture(BUSY_910B3), '')
+    run_module({})
+    assert host.npu_smi_calls() == [npu_smi_call('info', prefix=[])]
+    host.warn.assert_called_once_with('coreutils timeout was not found, so npu-smi runs without a time limit')
+
+
+def test_npu_smi_off_path_is_found_where_the_driver_installs_it(host):
+    del host.on_path['npu-smi']
+    host.executables.clear()
+    host.executables.add('/usr/local/sbin/npu-smi')
+    host.answers[('info',)] = (0, load_fixture(BUSY_910B3), '')
+    run_module({})
+    assert host.npu_smi_calls() == [npu_smi_call('info', npu_smi='/usr/local/sbin/npu-smi')]
+
+
+# --- failures -----------------------------------------------------------------------------------------------------
+
+def failure(rc, stdout, stderr, msg, args=('info',)):
+    return {'msg': msg, 'cmd': [TIMEOUT, '--kill-after=5', '60', NPU_SMI] + list(args), 'rc': rc,
+            'stdout': stdout, 'stderr': stderr}
+
+
+@pytest.mark.parametrize('rc', [255, 0])
+def test_dcmi_8005_fails_with_the_group_hint_whatever_the_rc(host, rc):
+    stdout = load_fixture('npu-smi-error_dcmi-8005_user-not-in-HwHiAiUser.txt')
+    host.answers[('info',)] = (rc, stdout, '')
+    assert run_module({}, FailJson) == failure(
+        rc, stdout, '',
+        'npu-smi info failed (rc=%d): dcmi module initialize failed. ret is -8005. Hint: %s.' % (rc, HWHIAIUSER_HINT))
+
+
+def test_dcmi_8020_fails_with_retry_hint(host):
+    stdout = 'dcmi get device health failed. ret is -8020\n'
+    host.answers[('info',)] = (255, stdout, '')
+    assert run_module({}, FailJson) == failure(
+        255, stdout, '', 'npu-smi info failed (rc=255): dcmi get device health failed. ret is -8020. '
+                         'Hint: the device is busy or being reset: retry later.')
+
+
+def test_timeout_fails_with_the_hung_hint(host):
+    host.answers[('info',)] = (124, '', '')
+    assert run_module({}, FailJson) == failure(
+        124, '', '', 'npu-smi info failed (rc=124): no output. Hint: %s.' % TIMED_OUT_HINT)
+
+
+def test_a_failing_detail_query_names_its_command(host):
+    host.answers[('info',)] = (0, load_fixture(DUO_310P3), '')
+    host.answers[('info', '-t', 'board', '-i', '2')] = (0, board_output(2), '')
+    host.answers[('info', '-t', 'board', '-i', '3')] = (255, 'ret is -8020\n', '')
+    assert run_module({'details': ['board']}, FailJson) == failure(
+        255, 'ret is -8020\n', '',
+        'npu-smi info -t board -i 3 failed (rc=255): ret is -8020. Hint: the device is busy or being reset: '
+        'retry later.', args=('info', '-t', 'board', '-i', '3'))
+
+
+def test_npu_smi_not_found(host):
+    del host.on_path['npu-smi']
+    host.executables.clear()
+    assert run_module({}, FailJson) == {
+        'msg': 'npu-smi was found neither in PATH nor as /usr/local/bin/npu-smi or /usr/local/sbin/npu-smi: '
+               'install the Ascend NPU driver, or set npu_smi_path to its location'}
+    assert host.npu_smi_calls() == []
+
+
+def test_npu_smi_path_that_is_not_executable(host):
+    assert run_module({'npu_smi_path': '/nowhere/npu-smi'}, FailJson) == {
+        'msg': 'npu_smi_path: /nowhere/npu-smi is not an executable file'}
+    assert host.npu_smi_calls() == []
+
+
+def test_negative_timeout(host):
+    assert run_module({'timeout': -1}, FailJson) == {
+        'msg': 'timeout must be 0 (no limit) or a number of seconds, not -1'}

@@ -234,12 +234,12 @@ npu_smi:
                 Chip Name: 910B4
 """
 
-import collections
-import os
-
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.common.locale import get_best_parsable_locale
 
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._command import (
+    CommandRunner,
+    find_executable,
+)
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._npu_smi import (
     describe_npu_smi_failure,
     npu_smi_failure_hint,
@@ -249,67 +249,26 @@ from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._npu_smi impor
 
 # Where the Ascend driver installs npu-smi; a remote PATH often lacks /usr/local/bin.
 NPU_SMI_FALLBACK_PATHS = ('/usr/local/bin/npu-smi', '/usr/local/sbin/npu-smi')
-# Seconds between timeout's TERM and its KILL, for an npu-smi stuck in the driver.
-KILL_AFTER_SECONDS = 5
-
-NpuSmiRun = collections.namedtuple('NpuSmiRun', 'command argv rc stdout stderr')
-
-
-def _is_executable(path):
-    return os.path.isfile(path) and os.access(path, os.X_OK)
-
-
-def find_npu_smi(module):
-    configured = module.params['npu_smi_path']
-    if configured:
-        if _is_executable(configured):
-            return configured
-        module.fail_json(msg='npu_smi_path: %s is not an executable file' % configured)
-    found = module.get_bin_path('npu-smi')
-    if found:
-        return found
-    for candidate in NPU_SMI_FALLBACK_PATHS:
-        if _is_executable(candidate):
-            return candidate
-    module.fail_json(msg='npu-smi was found neither in PATH nor as %s: install the Ascend NPU driver, '
-                         'or set npu_smi_path to its location' % ' or '.join(NPU_SMI_FALLBACK_PATHS))
 
 
 class NpuSmiRunner:
-    """Runs npu-smi under a time limit and a parsable locale, failing the module with a hint on errors."""
+    """Runs npu-smi through the collection's command runner, failing the module with a hint on errors."""
 
-    def __init__(self, module, npu_smi):
-        self._module = module
-        self._npu_smi = npu_smi
-        self._prefix = self._timeout_prefix()
-        # npu-smi's messages are matched against English text, so keep them out of the user's language.
-        locale = get_best_parsable_locale(module)
-        self._environ = {'LANG': locale, 'LC_ALL': locale, 'LC_MESSAGES': locale}
-
-    def _timeout_prefix(self):
-        seconds = self._module.params['timeout']
-        if seconds < 0:
-            self._module.fail_json(msg='timeout must be 0 (no limit) or a number of seconds, not %d' % seconds)
-        if seconds == 0:
-            return []
-        timeout = self._module.get_bin_path('timeout')
-        if not timeout:
-            self._module.warn('coreutils timeout was not found, so npu-smi runs without a time limit')
-            return []
-        return [timeout, '--kill-after=%d' % KILL_AFTER_SECONDS, str(seconds)]
+    def __init__(self, module):
+        self._npu_smi = find_executable(module, 'npu-smi', module.params['npu_smi_path'], 'npu_smi_path',
+                                        NPU_SMI_FALLBACK_PATHS, missing_hint='install the Ascend NPU driver')
+        self._runner = CommandRunner(module, module.params['timeout'])
 
     def run(self, *args):
         """Run ``npu-smi ARGS``; fail the module unless it exits 0."""
-        argv = self._prefix + [self._npu_smi] + list(args)
-        rc, stdout, stderr = self._module.run_command(argv, environ_update=self._environ, check_rc=False)
-        result = NpuSmiRun(' '.join(('npu-smi',) + args), argv, rc, stdout, stderr)
-        if rc != 0:
-            self.fail(result)
+        result = self._runner.run([self._npu_smi] + list(args))
+        if result.rc != 0:
+            self.fail(result, args)
         return result
 
-    def fail(self, result):
-        self._module.fail_json(msg=describe_npu_smi_failure(result.command, result.rc, result.stdout, result.stderr),
-                               cmd=result.argv, rc=result.rc, stdout=result.stdout, stderr=result.stderr)
+    def fail(self, result, args):
+        command = ' '.join(('npu-smi',) + tuple(args))
+        self._runner.fail(result, describe_npu_smi_failure(command, result.rc, result.stdout, result.stderr))
 
 
 def read_info(module, runner):
@@ -318,7 +277,7 @@ def read_info(module, runner):
     npu_smi = parse_npu_smi_info(info.stdout, warn=warnings.append)
     # npu-smi may print a dcmi error and still exit 0; then the missing table is that error, not a parse problem.
     if not npu_smi['chips'] and npu_smi_failure_hint(info.rc, info.stdout, info.stderr):
-        runner.fail(info)
+        runner.fail(info, ('info',))
     for warning in warnings:
         module.warn(warning)
     return npu_smi
@@ -329,9 +288,11 @@ def read_details(module, runner, npu_ids):
     for detail_type in module.params['details']:
         details[detail_type] = []
         for npu_id in npu_ids:
-            run = runner.run('info', '-t', detail_type, '-i', str(npu_id))
+            args = ('info', '-t', detail_type, '-i', str(npu_id))
+            run = runner.run(*args)
+            command = 'npu-smi ' + ' '.join(args)
             sections = parse_npu_smi_key_values(
-                run.stdout, warn=lambda message, command=run.command: module.warn('%s: %s' % (command, message)))
+                run.stdout, warn=lambda message, command=command: module.warn('%s: %s' % (command, message)))
             details[detail_type].append({'npu_id': npu_id, 'sections': sections})
     return details
 
@@ -347,7 +308,7 @@ def main():
         # npu-smi info only reads, so check mode runs it as well.
         supports_check_mode=True,
     )
-    runner = NpuSmiRunner(module, find_npu_smi(module))
+    runner = NpuSmiRunner(module)
     npu_smi = read_info(module, runner)
     # An NPU with two chips (A3, 310P Duo) is listed twice; detail queries go once per NPU, in table order.
     npu_ids = list(dict.fromkeys(chip['npu_id'] for chip in npu_smi['chips'] if chip['npu_id'] is not None))

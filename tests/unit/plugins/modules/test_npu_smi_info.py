@@ -15,6 +15,7 @@ import pytest
 from ansible.module_utils import basic
 from ansible.module_utils.testing import patch_module_args
 
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils import _command
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._npu_smi import parse_npu_smi_info
 from ansible_collections.kunpeng_ascend.vllm.plugins.modules import npu_smi_info
 from ansible_collections.kunpeng_ascend.vllm.tests.unit.plugins.module_utils.test_npu_smi import (
@@ -78,7 +79,7 @@ def host(monkeypatch):
     monkeypatch.setattr(basic.AnsibleModule, 'warn', fake.warn)
     monkeypatch.setattr(basic.AnsibleModule, 'exit_json', exit_json)
     monkeypatch.setattr(basic.AnsibleModule, 'fail_json', fail_json)
-    monkeypatch.setattr(npu_smi_info, '_is_executable', fake.executables.__contains__)
+    monkeypatch.setattr(_command, 'is_executable', fake.executables.__contains__)
     return fake
 
 
@@ -92,7 +93,7 @@ def run_module(args, outcome=ExitJson):
 def npu_smi_call(*args, **prefix):
     """The run_command call for ``npu-smi ARGS`` with the default 60 s timeout prefix (or ``prefix=[...]``)."""
     argv = prefix.get('prefix', [TIMEOUT, '--kill-after=5', '60']) + [prefix.get('npu_smi', NPU_SMI)] + list(args)
-    return mock.call(argv, environ_update=PARSABLE_LOCALE, check_rc=False)
+    return mock.call(argv, data=None, environ_update=PARSABLE_LOCALE, check_rc=False)
 
 
 def board_output(npu_id):
@@ -176,7 +177,7 @@ def test_without_coreutils_timeout_it_warns_and_runs_without_a_limit(host):
     host.answers[('info',)] = (0, load_fixture(BUSY_910B3), '')
     run_module({})
     assert host.npu_smi_calls() == [npu_smi_call('info', prefix=[])]
-    host.warn.assert_called_once_with('coreutils timeout was not found, so npu-smi runs without a time limit')
+    host.warn.assert_called_once_with('coreutils timeout was not found, so commands run without a time limit')
 
 
 def test_npu_smi_off_path_is_found_where_the_driver_installs_it(host):

@@ -1,0 +1,85 @@
+# -*- coding: utf-8 -*-
+
+# Copyright (c) kunpeng_ascend.vllm contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+"""Private to the kunpeng_ascend.vllm collection: not a public API, it may change without notice.
+
+The one way this collection's modules run a command line tool: an argv list through ``module.run_command``
+(never a shell), a parsable locale so that messages can be matched, a time limit through coreutils ``timeout``,
+and failures that report the command, its exit code, stdout and stderr.
+"""
+
+from __future__ import annotations
+
+import collections
+import os
+
+from ansible.module_utils.common.locale import get_best_parsable_locale
+
+# Seconds between timeout's TERM and its KILL, for a tool stuck in the kernel driver.
+KILL_AFTER_SECONDS = 5
+# coreutils timeout exits with these when it stopped the command (TERM, then KILL).
+TIMED_OUT_RCS = (124, 137)
+
+CommandResult = collections.namedtuple('CommandResult', 'argv rc stdout stderr')
+
+
+def is_executable(path):
+    return os.path.isfile(path) and os.access(path, os.X_OK)
+
+
+def find_executable(module, name, configured=None, option=None, fallbacks=(), missing_hint=None):
+    """Path of ``name``: the configured one, else on PATH, else the first executable fallback; fail otherwise.
+
+    The failure names ``option`` and starts its advice with ``missing_hint`` (what usually provides the tool).
+    """
+    if configured:
+        if is_executable(configured):
+            return configured
+        module.fail_json(msg='%s: %s is not an executable file' % (option, configured))
+    found = module.get_bin_path(name)
+    if found:
+        return found
+    for candidate in fallbacks:
+        if is_executable(candidate):
+            return candidate
+    where = 'neither in PATH nor as ' + ' or '.join(fallbacks) if fallbacks else 'not in PATH'
+    advice = [missing_hint] if missing_hint else []
+    if option:
+        advice.append('set %s to its location' % option)
+    module.fail_json(msg='%s was found %s%s' % (name, where, ': ' + ', or '.join(advice) if advice else ''))
+
+
+class CommandRunner:
+    """Runs commands for one module under a time limit (seconds; 0 = none) and a parsable locale."""
+
+    def __init__(self, module, timeout):
+        self._module = module
+        self._prefix = self._timeout_prefix(timeout)
+        locale = get_best_parsable_locale(module)
+        self._environ = {'LANG': locale, 'LC_ALL': locale, 'LC_MESSAGES': locale}
+
+    def _timeout_prefix(self, seconds):
+        if seconds < 0:
+            self._module.fail_json(msg='timeout must be 0 (no limit) or a number of seconds, not %d' % seconds)
+        if seconds == 0:
+            return []
+        timeout = self._module.get_bin_path('timeout')
+        if not timeout:
+            self._module.warn('coreutils timeout was not found, so commands run without a time limit')
+            return []
+        return [timeout, '--kill-after=%d' % KILL_AFTER_SECONDS, str(seconds)]
+
+    def run(self, argv, data=None, environ_update=None):
+        """Run ``argv``; return a CommandResult whatever the exit code."""
+        environ = dict(self._environ, **(environ_update or {}))
+        full_argv = self._prefix + list(argv)
+        rc, stdout, stderr = self._module.run_command(full_argv, data=data, environ_update=environ, check_rc=False)
+        return CommandResult(full_argv, rc, stdout, stderr)
+
+    def fail(self, result, msg, **extra):
+        """Fail the module with ``msg`` and the command's data."""
+        self._module.fail_json(msg=msg, cmd=result.argv, rc=result.rc, stdout=result.stdout,
+                               stderr=result.stderr, **extra)

@@ -1,0 +1,835 @@
+# -*- coding: utf-8 -*-
+
+# Copyright (c) kunpeng_ascend.vllm contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+"""Private to the kunpeng_ascend.vllm collection: not a public API, it may change without notice.
+
+What the files of an Ascend host say is installed: the NPU driver and firmware ``version.info`` files, the CANN
+toolkit, kernels and NNAL version files, the Ascend Docker Runtime install record, ``/etc/ascend_install.info``,
+the NPU PCI devices and their NUMA nodes in sysfs, and the HwHiAiUser account. No command is run.
+
+Two layers, kept apart so that the parsers are tested on text:
+
+* pure parsers (``parse_*``, ``expand_cpulist``, ``chip_family``): text in, dict out. A line or value that
+  cannot be read is reported through the ``warn`` callback as ``FILE line N: ...`` and the value is null;
+  they never raise on odd input.
+* readers (``RootFS``, ``read_*``, ``scan_npu_devices``, ``gather_ascend_facts``): find the files under a root
+  directory and hand their text to the parsers. A missing file is an absent component (null), an unreadable
+  one a warning naming the file.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import re
+
+# PCI ids (sysfs bus/pci/devices/*/{vendor,device,class}).
+HUAWEI_VENDOR_ID = 0x19e5
+# Base class 0x12 "processing accelerators", subclass 0x00; sysfs 'class' adds the programming interface byte.
+NPU_PCI_CLASS = 0x1200
+# Device id -> chip family. 0xd803 is the Atlas A3 chip (SoC Ascend910_93xx): observed in the PCI Device ID of
+# `npu-smi info -t board` on an A3 board (two chips per NPU); the others are from Huawei's documentation.
+CHIP_FAMILIES = {
+    0xd100: '310',
+    0xd500: '310P',
+    0xd801: '910',
+    0xd802: '910B',
+    0xd803: '910_93',
+}
+UNKNOWN_CHIP_FAMILY = 'unknown'
+
+DEFAULT_ASCEND_PATH = '/usr/local/Ascend'
+ASCEND_INSTALL_INFO = '/etc/ascend_install.info'
+CANN_INSTALL_INFO = '/etc/Ascend/ascend_cann_install.info'
+NPU_USER = 'HwHiAiUser'
+NPU_GROUP = 'HwHiAiUser'
+
+# Files larger than this are not version files; reading stops there (the facts must stay cheap).
+MAX_FILE_BYTES = 1024 * 1024
+# Symlinks followed while resolving one path, as the kernel's limit.
+MAX_SYMLINKS = 40
+
+_BRACKET_LIST = re.compile(r'^\[[^\[\]]*\](?:\s*,?\s*\[[^\[\]]*\])*$')
+_BRACKET_GROUP = re.compile(r'\[([^\[\]]*)\]')
+_VERSION_CFG_KEY = re.compile(r'^(?P<component>.+)_(?P<kind>running|upgrade|installed)_version$')
+_VERSION_CFG_HEADER = re.compile(r'^#\s*version\s*:\s*(?P<version>\S+)\s*$')
+_CPU_RANGE = re.compile(r'^(?P<first>\d+)(?:-(?P<last>\d+))?$')
+_HEX = re.compile(r'^0[xX][0-9a-fA-F]+$')
+_VERSION_CHUNK = re.compile(r'\d+|[A-Za-z]+')
+
+
+def _ignore(message):
+    """Stand in for a ``warn`` callback when the caller gave none."""
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Pure parsers
+# --------------------------------------------------------------------------------------------------------------
+class KeyValues:
+    """The ``key<sep>value`` lines of one file: values by key (the last one wins) and the line each came from.
+
+    Keys are looked up without regard to case and blanks (``Innerversion`` = ``innerversion``,
+    ``commit id`` = ``Commit ID``); ``values`` keeps them as written.
+    """
+
+    def __init__(self, source):
+        self.source = source
+        self.values = {}
+        self._by_name = {}
+
+    def add(self, lineno, key, value):
+        self.values[key] = value
+        self._by_name[_normalise_key(key)] = (key, value, lineno)
+
+    def get(self, *names):
+        """The value of the first of ``names`` present, else None."""
+        for name in names:
+            found = self._by_name.get(_normalise_key(name))
+            if found:
+                return found[1]
+        return None
+
+    def where(self, name):
+        """``FILE line N`` of a key (for warnings)."""
+        found = self._by_name.get(_normalise_key(name))
+        return '%s line %d' % (self.source, found[2]) if found else self.source
+
+
+def _normalise_key(key):
+    return re.sub(r'\s+', ' ', key.strip()).lower()
+
+
+def parse_key_values(text, source, warn=None, separator='='):
+    """Read ``key<separator>value`` lines: blanks around keys and values, a BOM, CRLF ends, blank lines and
+    ``#`` comment lines are allowed; any other line is reported and skipped.
+
+    :param source: the file's name, used in warnings (``SOURCE line N: ...``).
+    :returns: a :class:`KeyValues`.
+    """
+    warn = warn or _ignore
+    result = KeyValues(source)
+    for lineno, line in enumerate((text or '').lstrip('\ufeff').splitlines(), 1):
+        stripped = line.strip()
+        if not stripped or stripped.startswith('#'):
+            continue
+        key, found, value = stripped.partition(separator)
+        if not found or not key.strip():
+            warn('%s line %d: not a "key%svalue" line, ignored: %r' % (source, lineno, separator, stripped))
+            continue
+        result.add(lineno, key.strip(), value.strip())
+    return result
+
+
+def parse_bracket_list(value):
+    """``[a],[b]`` -> ``[['a'], ['b']]``; ``[7.0.0,7.2.99]`` -> ``[['7.0.0', '7.2.99']]``; '' -> ``[]``.
+
+    :raises ValueError: when the value is not a list of bracketed groups.
+    """
+    value = value.strip()
+    if not value:
+        return []
+    if not _BRACKET_LIST.match(value):
+        raise ValueError('not a list of [..] groups')
+    return [[item.strip() for item in group.split(',')] for group in _BRACKET_GROUP.findall(value)]
+
+
+def _version_list(values, key, warn):
+    """A ``[v1],[v2]`` value as a list of strings; null (with a warning) when malformed, null when absent."""
+    raw = values.get(key)
+    if raw is None:
+        return None
+    try:
+        groups = parse_bracket_list(raw)
+        if any(len(group) != 1 or not group[0] for group in groups):
+            raise ValueError('each [..] must hold one version')
+    except ValueError as error:
+        warn('%s: %s=%s is not a list of [version]: %s; it is returned as null' % (values.where(key), key, raw, error))
+        return None
+    return [group[0] for group in groups]
+
+
+def _range_list(values, key, warn):
+    """A ``[min,max],[min,max]`` value as a list of ``{min, max}``; null (with a warning) when malformed."""
+    raw = values.get(key)
+    if raw is None:
+        return None
+    try:
+        groups = parse_bracket_list(raw)
+        if any(len(group) != 2 or not all(group) for group in groups):
+            raise ValueError('each [..] must hold "min,max"')
+    except ValueError as error:
+        warn('%s: %s=%s is not a list of [min,max] ranges: %s; it is returned as null'
+             % (values.where(key), key, raw, error))
+        return None
+    return [{'min': group[0], 'max': group[1]} for group in groups]
+
+
+def _require(values, key, warn):
+    value = values.get(key)
+    if not value:
+        warn('%s: no %s= line, the version is returned as null' % (values.source, key))
+    return value or None
+
+
+def parse_driver_version_info(text, source, warn=None):
+    """``/usr/local/Ascend/driver/version.info`` (``Version=24.1.rc1``, ``compatible_version_fw=[7.0.0,7.2.99]``)."""
+    warn = warn or _ignore
+    values = parse_key_values(text, source, warn)
+    return {
+        'version': _require(values, 'Version', warn),
+        'package_version': values.get('package_version'),
+        'inner_version': values.get('Innerversion'),
+        'ascendhal_version': values.get('ascendhal_version'),
+        'compatible_versions': _version_list(values, 'compatible_version', warn),
+        'compatible_firmware': _range_list(values, 'compatible_version_fw', warn),
+        'values': values.values,
+    }
+
+
+def parse_firmware_version_info(text, source, warn=None):
+    """``/usr/local/Ascend/firmware/version.info`` (``Version=7.1.0.11.220``, ``compatible_version_drv=[..]``)."""
+    warn = warn or _ignore
+    values = parse_key_values(text, source, warn)
+    return {
+        'version': _require(values, 'Version', warn),
+        'package_version': values.get('package_version'),
+        'firmware_version': values.get('firmware_version'),
+        'compatible_drivers': _range_list(values, 'compatible_version_drv', warn),
+        'values': values.values,
+    }
+
+
+def parse_toolkit_install_info(text, source, warn=None):
+    """``<toolkit>/<arch>-linux/ascend_toolkit_install.info`` (``version=8.0.0``, ``innerversion=...``)."""
+    warn = warn or _ignore
+    values = parse_key_values(text, source, warn)
+    return {
+        'package_name': values.get('package_name'),
+        'version': _require(values, 'version', warn),
+        'inner_version': values.get('innerversion'),
+        'compatible_versions': _version_list(values, 'compatible_version', warn),
+        'arch': values.get('arch'),
+        'path': values.get('path'),
+        'values': values.values,
+    }
+
+
+def parse_version_cfg(text, source, warn=None):
+    """``<toolkit>/version.cfg``: ``# version: 1.0``, then ``<component>_<running|upgrade|installed>_version=
+    [<inner>:<version>]`` lines.
+
+    :returns: ``{file_version, components}``, components as ``{name: {running|upgrade|installed: [{inner_version,
+        version}]}}`` (a list per kind, in file order; usually one entry). Other keys are ignored.
+    """
+    warn = warn or _ignore
+    file_version = None
+    for line in (text or '').lstrip('\ufeff').splitlines():
+        header = _VERSION_CFG_HEADER.match(line.strip())
+        if header:
+            file_version = header.group('version')
+            break
+    values = parse_key_values(text, source, warn)
+    components = {}
+    for key, raw in values.values.items():
+        match = _VERSION_CFG_KEY.match(key)
+        if not match:
+            continue
+        entries = []
+        try:
+            for group in parse_bracket_list(raw):
+                inner, colon, version = ','.join(group).partition(':')
+                if not colon or not version.strip():
+                    raise ValueError('each [..] must hold "inner:version"')
+                entries.append({'inner_version': inner.strip() or None, 'version': version.strip()})
+        except ValueError as error:
+            warn('%s: %s=%s cannot be read: %s; it is returned as null' % (values.where(key), key, raw, error))
+            entries = None
+        components.setdefault(match.group('component'), {})[match.group('kind')] = entries
+    return {'file_version': file_version, 'components': components}
+
+
+def version_cfg_version(version_cfg, component):
+    """``(version, inner_version)`` of a version.cfg component: its running, else installed, else upgrade entry."""
+    kinds = (version_cfg or {}).get('components', {}).get(component) or {}
+    for kind in ('running', 'installed', 'upgrade'):
+        entries = kinds.get(kind)
+        if entries:
+            return entries[-1]['version'], entries[-1]['inner_version']
+    return None, None
+
+
+def parse_kernels_version_info(text, source, warn=None):
+    """``<toolkit>/opp/built-in/op_impl/ai_core/tbe/kernel/<soc>/version.info`` (``Version=``, ``soc=``)."""
+    warn = warn or _ignore
+    values = parse_key_values(text, source, warn)
+    return {
+        'version': _require(values, 'Version', warn),
+        'inner_version': values.get('innerversion'),
+        'soc': values.get('soc'),
+    }
+
+
+def parse_nnal_version_info(text, source, warn=None):
+    """``<ascend>/nnal/atb/<version>/version.info``: ``Ascend-cann-atb : 8.0.T63`` lines (often indented)."""
+    warn = warn or _ignore
+    values = parse_key_values(text, source, warn, separator=':')
+    return {
+        'version': _require(values, 'Ascend-cann-atb', warn),
+        'build_version': values.get('Ascend-cann-atb Version'),
+        'platform': values.get('Platform'),
+        'branch': values.get('branch'),
+        'commit_id': values.get('commit id'),
+        'values': values.values,
+    }
+
+
+def _yes_no(values, key, warn):
+    raw = values.get(key)
+    if raw is None:
+        return None
+    if raw.lower() in ('yes', 'y', 'true'):
+        return True
+    if raw.lower() in ('no', 'n', 'false'):
+        return False
+    warn('%s: %s=%s is neither yes nor no; it is returned as null' % (values.where(key), key, raw))
+    return None
+
+
+def parse_ascend_install_info(text, source, warn=None):
+    """``/etc/ascend_install.info``, the driver and firmware installers' record (``UserName=``,
+    ``Driver_Install_Path_Param=``, ...)."""
+    warn = warn or _ignore
+    values = parse_key_values(text, source, warn)
+    return {
+        'user_name': values.get('UserName'),
+        'user_group': values.get('UserGroup'),
+        'driver_install_path': values.get('Driver_Install_Path_Param'),
+        'driver_install_type': values.get('Driver_Install_Type'),
+        'driver_install_for_all': _yes_no(values, 'Driver_Install_For_All', warn),
+        'firmware_install_path': values.get('Firmware_Install_Path_Param'),
+        'firmware_install_type': values.get('Firmware_Install_Type'),
+        'values': values.values,
+    }
+
+
+def parse_cann_install_info(text, source, warn=None):
+    """``/etc/Ascend/ascend_cann_install.info``: ``Install_Path=`` (and ``Toolkit_InstallPath=`` from CANN 8.5)."""
+    values = parse_key_values(text, source, warn)
+    return {
+        'install_path': values.get('Install_Path'),
+        'toolkit_install_path': values.get('Toolkit_InstallPath'),
+        'values': values.values,
+    }
+
+
+def parse_docker_runtime_install_info(text, source, warn=None):
+    """``Ascend-Docker-Runtime/ascend_docker_runtime_install.info`` (``version=v6.0.0``, ``path=``, ...)."""
+    values = parse_key_values(text, source, warn)
+    version = values.get('version')
+    if version and version[0] in 'vV' and version[1:2].isdigit():
+        version = version[1:]
+    return {
+        'version': version or None,
+        'install_path': values.get('path', 'install_path'),
+        'install_scene': values.get('install_scene', 'install-scene'),
+        'injection_mode': values.get('injection-mode', 'injection_mode'),
+        'values': values.values,
+    }
+
+
+def expand_cpulist(text):
+    """Expand a sysfs CPU list: ``'0-23,48-71'`` -> ``[0, ..., 23, 48, ..., 71]``; ``''`` -> ``[]``.
+
+    :raises ValueError: when the text is not a list of ``N`` or ``N-M`` items.
+    """
+    cpus = []
+    text = text.strip()
+    if not text:
+        return cpus
+    for item in text.split(','):
+        match = _CPU_RANGE.match(item.strip())
+        if not match:
+            raise ValueError('%r is not a CPU number or range' % item.strip())
+        first = int(match.group('first'))
+        last = int(match.group('last') or first)
+        if last < first:
+            raise ValueError('%r is a descending range' % item.strip())
+        cpus.extend(range(first, last + 1))
+    return cpus
+
+
+def parse_sysfs_hex(text):
+    """``'0x19e5\\n'`` -> ``0x19e5``. :raises ValueError: when not one hexadecimal number."""
+    text = text.strip()
+    if not _HEX.match(text):
+        raise ValueError('%r is not a hexadecimal number' % text)
+    return int(text, 16)
+
+
+def parse_numa_node(text):
+    """``'1\\n'`` -> ``1``; ``'-1'`` (no NUMA information) -> None. :raises ValueError: when not an integer."""
+    node = int(text.strip())
+    return None if node < 0 else node
+
+
+def chip_family(device_id):
+    """Chip family of an Ascend PCI device id (``0xd802`` -> ``910B``), ``unknown`` for an id not in the table."""
+    return CHIP_FAMILIES.get(device_id, UNKNOWN_CHIP_FAMILY)
+
+
+def version_sort_key(name):
+    """Sort key close to ``sort -V`` for version directory names: numbers numerically, ``RC``/``T`` builds
+    before the release (``8.0.RC1`` < ``8.0.0`` < ``8.0.1`` < ``8.5.0``)."""
+    return [(1, int(chunk), '') if chunk.isdigit() else (0, 0, chunk.lower()) for chunk in _VERSION_CHUNK.findall(name)]
+
+
+def parse_passwd_entry(text, name, source, warn=None):
+    """The ``name`` line of an ``/etc/passwd`` text as ``{name, uid, gid, home, shell}``, None when absent."""
+    warn = warn or _ignore
+    for lineno, line in enumerate((text or '').splitlines(), 1):
+        fields = line.split(':')
+        if fields[0] != name:
+            continue
+        try:
+            if len(fields) != 7:
+                raise ValueError('%d fields instead of 7' % len(fields))
+            return {'name': name, 'uid': int(fields[2]), 'gid': int(fields[3]), 'home': fields[5], 'shell': fields[6]}
+        except ValueError as error:
+            warn('%s line %d: the %s entry cannot be read (%s), it is returned as null' % (source, lineno, name, error))
+            return None
+    return None
+
+
+def parse_group_entry(text, name, source, warn=None):
+    """The ``name`` line of an ``/etc/group`` text as ``{name, gid, members}``, None when absent."""
+    warn = warn or _ignore
+    for lineno, line in enumerate((text or '').splitlines(), 1):
+        fields = line.split(':')
+        if fields[0] != name:
+            continue
+        try:
+            if len(fields) != 4:
+                raise ValueError('%d fields instead of 4' % len(fields))
+            return {'name': name, 'gid': int(fields[2]), 'members': [member for member in fields[3].split(',') if member]}
+        except ValueError as error:
+            warn('%s line %d: the %s entry cannot be read (%s), it is returned as null' % (source, lineno, name, error))
+            return None
+    return None
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Readers
+# --------------------------------------------------------------------------------------------------------------
+class RootFS:
+    """The files of a system whose ``/`` is the directory ``root`` of this machine (``/`` itself by default).
+
+    Paths are given and returned as that system sees them (``/usr/local/Ascend/...``). Symbolic links are
+    resolved inside the root: an absolute target is taken from the root, not from this machine's ``/`` (for a
+    chroot or a container image), except a target that already starts with the root directory (links made by
+    installers that were told to install into that directory).
+    """
+
+    def __init__(self, root='/'):
+        self.root = os.path.abspath(root)
+
+    def host_path(self, path):
+        """Where ``path`` of the system is on this machine."""
+        return os.path.join(self.root, path.lstrip('/')) if self.root != '/' else path
+
+    def resolve(self, path):
+        """``path`` with every symbolic link resolved inside the root; None on a link loop."""
+        pending = [part for part in path.split('/') if part]
+        resolved = []
+        links = 0
+        while pending:
+            part = pending.pop(0)
+            if part == '.':
+                continue
+            if part == '..':
+                if resolved:
+                    resolved.pop()
+                continue
+            host = self.host_path('/' + '/'.join(resolved + [part]))
+            if not os.path.islink(host):
+                resolved.append(part)
+                continue
+            links += 1
+            if links > MAX_SYMLINKS:
+                return None
+            target = os.readlink(host)
+            if target.startswith('/'):
+                if self.root != '/' and (target == self.root or target.startswith(self.root + '/')):
+                    target = target[len(self.root):]
+                resolved = []
+            pending = [piece for piece in target.split('/') if piece] + pending
+        return '/' + '/'.join(resolved)
+
+    def _host(self, path):
+        resolved = self.resolve(path)
+        return self.host_path(resolved) if resolved else None
+
+    def is_file(self, path):
+        host = self._host(path)
+        return bool(host) and os.path.isfile(host)
+
+    def is_dir(self, path):
+        host = self._host(path)
+        return bool(host) and os.path.isdir(host)
+
+    def exists(self, path):
+        host = self._host(path)
+        return bool(host) and os.path.exists(host)
+
+    def listdir(self, path):
+        """Sorted entry names of a directory; ``[]`` when it is missing or cannot be listed."""
+        host = self._host(path)
+        try:
+            return sorted(os.listdir(host)) if host else []
+        except OSError:
+            return []
+
+    def read(self, path, warn=None):
+        """The text of a file (UTF-8, BOM removed), None when it does not exist; a file that exists but cannot
+        be read, or is not text, gives a warning naming it and None."""
+        warn = warn or _ignore
+        host = self._host(path)
+        if host is None:
+            warn('%s: symbolic link loop, the file is not read' % self.host_path(path))
+            return None
+        try:
+            with open(host, 'rb') as handle:
+                data = handle.read(MAX_FILE_BYTES + 1)
+        except OSError as error:
+            if error.errno in (errno.ENOENT, errno.ENOTDIR):
+                return None
+            warn('%s: cannot be read: %s' % (host, error.strerror or error))
+            return None
+        if len(data) > MAX_FILE_BYTES:
+            warn('%s: larger than %d bytes, not a version file; it is not read' % (host, MAX_FILE_BYTES))
+            return None
+        try:
+            return data.decode('utf-8-sig')
+        except UnicodeDecodeError as error:
+            warn('%s: not UTF-8 text (%s); unreadable characters are replaced' % (host, error.reason))
+            return data.decode('utf-8-sig', errors='replace')
+
+
+def _join(*parts):
+    return '/'.join(part.rstrip('/') for part in parts[:-1]) + '/' + parts[-1].lstrip('/')
+
+
+def _unique(paths):
+    return [path for index, path in enumerate(paths) if path and path not in paths[:index]]
+
+
+def _read_parsed(fs, path, parser, warn):
+    text = fs.read(path, warn)
+    if text is None:
+        return None
+    return parser(text, fs.host_path(path), warn)
+
+
+def read_install_record(fs, warn=None):
+    """``/etc/ascend_install.info`` as parsed, with its ``path``; None when absent."""
+    record = _read_parsed(fs, ASCEND_INSTALL_INFO, parse_ascend_install_info, warn or _ignore)
+    return dict(record, path=ASCEND_INSTALL_INFO) if record is not None else None
+
+
+def read_cann_install_record(fs, warn=None):
+    """``/etc/Ascend/ascend_cann_install.info`` as parsed, with its ``path``; None when absent."""
+    record = _read_parsed(fs, CANN_INSTALL_INFO, parse_cann_install_info, warn or _ignore)
+    return dict(record, path=CANN_INSTALL_INFO) if record is not None else None
+
+
+def _read_hdk_component(fs, name, bases, parser, warn):
+    """Driver or firmware: ``<base>/<name>/version.info`` for the first base where it exists."""
+    for base in _unique(bases):
+        version_info = _join(base, name, 'version.info')
+        if not fs.is_file(version_info):
+            continue
+        facts = _read_parsed(fs, version_info, parser, warn)
+        if facts is None:
+            return None
+        return dict(facts, path=_join(base, name), version_info=version_info)
+    return None
+
+
+def read_driver(fs, install_record=None, warn=None):
+    """The NPU driver: ``<Driver_Install_Path_Param or /usr/local/Ascend>/driver/version.info``."""
+    record = install_record or {}
+    return _read_hdk_component(fs, 'driver', [record.get('driver_install_path'), DEFAULT_ASCEND_PATH],
+                               parse_driver_version_info, warn or _ignore)
+
+
+def read_firmware(fs, install_record=None, warn=None):
+    """The NPU firmware: ``<Firmware_Install_Path_Param or the driver's or /usr/local/Ascend>/firmware/version.info``."""
+    record = install_record or {}
+    bases = [record.get('firmware_install_path'), record.get('driver_install_path'), DEFAULT_ASCEND_PATH]
+    return _read_hdk_component(fs, 'firmware', bases, parse_firmware_version_info, warn or _ignore)
+
+
+def cann_bases(cann_record=None):
+    """Directories CANN may be installed in: the recorded ``Install_Path``, then ``/usr/local/Ascend``."""
+    return _unique([(cann_record or {}).get('install_path'), DEFAULT_ASCEND_PATH])
+
+
+def _version_dirs(fs, directory, prefix=''):
+    """Names (without ``prefix``) of the version directories in ``directory``, newest first."""
+    names = []
+    for entry in fs.listdir(directory):
+        if entry == 'latest' or not entry.startswith(prefix) or not fs.is_dir(_join(directory, entry)):
+            continue
+        version = entry[len(prefix):]
+        if version[:1].isdigit():
+            names.append(version)
+    return sorted(names, key=version_sort_key, reverse=True)
+
+
+def toolkit_candidates(fs, cann_record=None):
+    """Where a CANN toolkit may be, in order: the recorded ``Toolkit_InstallPath`` (CANN 8.5+), then in each
+    base ``ascend-toolkit/latest``, ``cann`` (CANN 8.5+ link), and the version directories
+    ``cann-<version>`` and ``ascend-toolkit/<version>``, newest first."""
+    record = cann_record or {}
+    candidates = [record.get('toolkit_install_path')]
+    for base in cann_bases(record):
+        candidates += [_join(base, 'ascend-toolkit/latest'), _join(base, 'cann')]
+        candidates += [_join(base, 'cann-' + version) for version in _version_dirs(fs, base, 'cann-')]
+        toolkit_dir = _join(base, 'ascend-toolkit')
+        candidates += [_join(toolkit_dir, version) for version in _version_dirs(fs, toolkit_dir)]
+    return _unique(candidates)
+
+
+def _toolkit_install_info(fs, path):
+    """``<path>/<arch>-linux/ascend_toolkit_install.info`` (the first arch directory that has one), or None."""
+    for entry in fs.listdir(path):
+        if entry.endswith('-linux'):
+            info = _join(path, entry, 'ascend_toolkit_install.info')
+            if fs.is_file(info):
+                return info
+    return None
+
+
+def read_toolkit(fs, cann_record=None, warn=None):
+    """The CANN toolkit, found rather than assumed: the first candidate of :func:`toolkit_candidates` that
+    holds an ``<arch>-linux/ascend_toolkit_install.info`` or a ``version.cfg``; None when none does."""
+    warn = warn or _ignore
+    for candidate in toolkit_candidates(fs, cann_record):
+        path = fs.resolve(candidate)
+        if not path or not fs.is_dir(path):
+            continue
+        install_info = _toolkit_install_info(fs, path)
+        version_cfg_path = _join(path, 'version.cfg')
+        if not install_info and not fs.is_file(version_cfg_path):
+            continue
+        return _toolkit_facts(fs, candidate, path, install_info, version_cfg_path, warn)
+    return None
+
+
+def _toolkit_facts(fs, candidate, path, install_info, version_cfg_path, warn):
+    info = _read_parsed(fs, install_info, parse_toolkit_install_info, warn) if install_info else None
+    version_cfg = _read_parsed(fs, version_cfg_path, parse_version_cfg, warn) if fs.is_file(version_cfg_path) else None
+    if version_cfg is not None:
+        version_cfg['path'] = version_cfg_path
+    version, inner_version, source = None, None, None
+    if info and info['version']:
+        version, inner_version, source = info['version'], info['inner_version'], 'install_info'
+    else:
+        version, inner_version = version_cfg_version(version_cfg, 'toolkit')
+        source = 'version_cfg' if version else None
+    base = path.rsplit('/', 1)[0]
+    layout = 'ascend-toolkit' if base.endswith('/ascend-toolkit') else 'cann'
+    ascend_base = base[:-len('/ascend-toolkit')] if layout == 'ascend-toolkit' else base
+    set_env = [script for script in (_join(ascend_base, 'ascend-toolkit/set_env.sh'), _join(path, 'set_env.sh'),
+                                     _join(ascend_base, 'cann/set_env.sh')) if fs.is_file(script)]
+    installed = _version_dirs(fs, _join(ascend_base, 'ascend-toolkit')) + _version_dirs(fs, ascend_base, 'cann-')
+    return {
+        'version': version,
+        'version_source': source,
+        'inner_version': inner_version,
+        'arch': info['arch'] if info else None,
+        'compatible_versions': info['compatible_versions'] if info else None,
+        'path': path,
+        'found_via': candidate,
+        'layout': layout,
+        'install_info': install_info,
+        'set_env': set_env[0] if set_env else None,
+        'installed_versions': sorted(set(installed), key=version_sort_key, reverse=True),
+        'version_cfg': version_cfg,
+        'values': info['values'] if info else {},
+    }
+
+
+KERNELS_DIR = 'opp/built-in/op_impl/ai_core/tbe/kernel'
+
+
+def read_kernels(fs, toolkit, warn=None):
+    """The CANN kernels (ops) package of a toolkit: ``<toolkit>/opp/built-in/op_impl/ai_core/tbe/kernel/<soc>/
+    version.info`` files, else the ``opp_kernel`` component of the toolkit's version.cfg; None when neither."""
+    warn = warn or _ignore
+    if not toolkit:
+        return None
+    kernel_dir = _join(toolkit['path'], KERNELS_DIR)
+    found = []
+    for entry in fs.listdir(kernel_dir):
+        version_info = _join(kernel_dir, entry, 'version.info')
+        if fs.is_file(version_info):
+            facts = _read_parsed(fs, version_info, parse_kernels_version_info, warn)
+            if facts is not None:
+                found.append((version_info, entry, facts))
+    if found:
+        version_info, entry, facts = found[0]
+        return {
+            'version': facts['version'],
+            'inner_version': facts['inner_version'],
+            'source': 'version_info',
+            'path': version_info,
+            'socs': [kernel['soc'] or name for unused_path, name, kernel in found],
+        }
+    version, inner_version = version_cfg_version(toolkit.get('version_cfg'), 'opp_kernel')
+    if version:
+        return {'version': version, 'inner_version': inner_version, 'source': 'version_cfg',
+                'path': toolkit['version_cfg']['path'], 'socs': None}
+    return None
+
+
+def read_nnal(fs, cann_record=None, warn=None):
+    """NNAL (ATB): ``<base>/nnal/atb/latest/version.info``, else the newest ``<base>/nnal/atb/<version>``."""
+    warn = warn or _ignore
+    for base in cann_bases(cann_record):
+        atb = _join(base, 'nnal/atb')
+        versions = _version_dirs(fs, atb)
+        for candidate in [_join(atb, 'latest')] + [_join(atb, version) for version in versions]:
+            path = fs.resolve(candidate)
+            version_info = _join(path, 'version.info') if path else None
+            if not version_info or not fs.is_file(version_info):
+                continue
+            facts = _read_parsed(fs, version_info, parse_nnal_version_info, warn)
+            if facts is None:
+                return None
+            set_env = _join(atb, 'set_env.sh')
+            return dict(facts, path=path, found_via=candidate, version_info=version_info,
+                        set_env=set_env if fs.is_file(set_env) else None, installed_versions=versions)
+    return None
+
+
+def read_docker_runtime(fs, warn=None):
+    """The Ascend Docker Runtime: ``/usr/local/Ascend/Ascend-Docker-Runtime/ascend_docker_runtime_install.info``
+    (``version=v6.0.0``), else its ``version.info`` (``Version=``); None when the directory has neither."""
+    warn = warn or _ignore
+    path = _join(DEFAULT_ASCEND_PATH, 'Ascend-Docker-Runtime')
+    install_info = _join(path, 'ascend_docker_runtime_install.info')
+    version_info = _join(path, 'version.info')
+    facts = None
+    if fs.is_file(install_info):
+        facts = _read_parsed(fs, install_info, parse_docker_runtime_install_info, warn)
+    if facts is None and fs.is_file(version_info):
+        values = parse_key_values(fs.read(version_info, warn) or '', fs.host_path(version_info), warn)
+        facts = {'version': _require(values, 'Version', warn), 'install_path': None, 'install_scene': None,
+                 'injection_mode': None, 'values': values.values}
+        install_info = None
+    if facts is None:
+        return None
+    runtime = _join(path, 'ascend-docker-runtime')
+    return dict(facts, path=path, install_info=install_info, runtime=runtime if fs.is_file(runtime) else None)
+
+
+def _read_sysfs_value(sysfs, path, parser, warn):
+    text = sysfs.read(path, warn)
+    if text is None:
+        return None
+    try:
+        return parser(text)
+    except ValueError as error:
+        warn('%s line 1: %s; it is returned as null' % (sysfs.host_path(path), error))
+        return None
+
+
+def scan_npu_devices(sysfs, warn=None):
+    """Ascend NPUs among the PCI devices of a sysfs tree (``sysfs`` is a :class:`RootFS` on its top directory):
+    vendor 0x19e5 and class 0x1200, in bus id order, each with its NUMA node and that node's CPUs."""
+    warn = warn or _ignore
+    devices = []
+    node_cpus = {}
+    for bus_id in sysfs.listdir('/bus/pci/devices'):
+        base = '/bus/pci/devices/' + bus_id
+        vendor = _read_sysfs_value(sysfs, base + '/vendor', parse_sysfs_hex, warn)
+        if vendor != HUAWEI_VENDOR_ID:
+            continue
+        pci_class = _read_sysfs_value(sysfs, base + '/class', parse_sysfs_hex, warn)
+        if pci_class is None or pci_class >> 8 != NPU_PCI_CLASS:
+            continue
+        device = _read_sysfs_value(sysfs, base + '/device', parse_sysfs_hex, warn)
+        node = _read_sysfs_value(sysfs, base + '/numa_node', parse_numa_node, warn)
+        if node is not None and node not in node_cpus:
+            node_cpus[node] = _read_node_cpus(sysfs, node, warn)
+        cpulist, cpus = node_cpus.get(node, (None, None))
+        devices.append({
+            'bus_id': bus_id,
+            'vendor': '0x%04x' % vendor,
+            'device': '0x%04x' % device if device is not None else None,
+            'class': '0x%06x' % pci_class,
+            'chip_family': chip_family(device),
+            'numa_node': node,
+            'numa_cpulist': cpulist,
+            'numa_cpus': cpus,
+        })
+    return devices
+
+
+def _read_node_cpus(sysfs, node, warn):
+    path = '/devices/system/node/node%d/cpulist' % node
+    text = sysfs.read(path, warn)
+    if text is None:
+        warn('%s: missing, the CPUs of NUMA node %d are returned as null' % (sysfs.host_path(path), node))
+        return None, None
+    try:
+        return text.strip(), expand_cpulist(text)
+    except ValueError as error:
+        warn('%s line 1: %s; the CPUs of NUMA node %d are returned as null' % (sysfs.host_path(path), error, node))
+        return text.strip(), None
+
+
+def read_npu_account(fs, warn=None, user_db=None):
+    """The HwHiAiUser user and group: from ``user_db`` (``(getpwnam, getgrnam)``-like lookups that return
+    dicts or None, for this machine's account database) when given, else from the root's ``/etc/passwd`` and
+    ``/etc/group`` files."""
+    warn = warn or _ignore
+    if user_db is not None:
+        user, group = user_db[0](NPU_USER), user_db[1](NPU_GROUP)
+    else:
+        passwd = fs.read('/etc/passwd', warn)
+        groups = fs.read('/etc/group', warn)
+        user = parse_passwd_entry(passwd, NPU_USER, fs.host_path('/etc/passwd'), warn) if passwd else None
+        group = parse_group_entry(groups, NPU_GROUP, fs.host_path('/etc/group'), warn) if groups else None
+    in_group = bool(user and group and (user['gid'] == group['gid'] or user['name'] in group['members']))
+    return {'user': user, 'group': group, 'user_in_group': in_group}
+
+
+def gather_ascend_facts(fs, sysfs, warn=None, user_db=None):
+    """Everything this module knows of an Ascend host, as documented in the ``ascend_facts`` module's RETURN.
+
+    :param fs: a :class:`RootFS` on the system's root.
+    :param sysfs: a :class:`RootFS` on the sysfs top directory (``/sys``).
+    :param user_db: see :func:`read_npu_account`.
+    """
+    warn = warn or _ignore
+    install_record = read_install_record(fs, warn)
+    cann_record = read_cann_install_record(fs, warn)
+    toolkit = read_toolkit(fs, cann_record, warn)
+    devices = scan_npu_devices(sysfs, warn)
+    return {
+        'driver': read_driver(fs, install_record, warn),
+        'firmware': read_firmware(fs, install_record, warn),
+        'install_record': install_record,
+        'cann_install_record': cann_record,
+        'toolkit': toolkit,
+        'kernels': read_kernels(fs, toolkit, warn),
+        'nnal': read_nnal(fs, cann_record, warn),
+        'docker_runtime': read_docker_runtime(fs, warn),
+        'npu_devices': devices,
+        'npu_count': len(devices),
+        'hwhiaiuser': read_npu_account(fs, warn, user_db),
+    }

@@ -1,0 +1,132 @@
+# -*- coding: utf-8 -*-
+
+# Copyright (c) kunpeng_ascend.vllm contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+"""Private to the kunpeng_ascend.vllm collection: not a public API, it may change without notice.
+
+Ordering of the version strings Huawei and the vllm-ascend project print: NPU driver ``26.0.RC1``, ``25.5``,
+``24.1.rc3.7``, ``25.0.rc1.b010``; firmware ``7.1.0.11.220``; CANN ``8.5.1``, ``8.3.RC2``, ``8.0.T63``; vllm-ascend
+``v0.23.0``; torch_npu ``2.10.0.post4``; vLLM ``0.9.1+empty``. Pure functions, standard library only.
+
+How a version is read (case-insensitive, surrounding blanks ignored):
+
+* a leading ``v`` and a local part after ``+`` (``+empty``, ``+cpu``) are dropped;
+* the rest splits at ``.``, ``-`` and ``_``; the leading numbers are the release, compared numerically with
+  trailing zeros ignored (``25.5`` equals ``25.5.0``);
+* a pre-release tag follows: ``alpha``/``a`` < ``beta``/``b`` < ``t`` (Huawei's test builds) < ``rc``, each
+  with an optional number (``rc1``, ``RC 2`` written ``RC2``), and any pre-release sorts before the release
+  itself (``24.1.rc1`` < ``24.1.rc3`` < ``24.1`` = ``24.1.0``);
+* then ``postN`` (torch_npu), after the release it follows (``2.7.1`` < ``2.7.1.post1``);
+* then build numbers, numbers or letters+number (``.7`` of ``24.1.rc3.7``, ``.b010`` of ``25.0.rc1.b010``),
+  compared by their numbers: a build sorts after the same version without one.
+
+Anything else (``V100R001C15``, an empty string) is not a version: ``parse_ascend_version`` raises
+``ValueError`` with a sentence naming the text, so callers can report it instead of comparing wrongly.
+"""
+
+from __future__ import annotations
+
+import re
+
+_TOKEN = re.compile(r'^(?P<letters>[a-z]*)(?P<number>\d*)$')
+# Pre-release tags and their rank; a release without one ranks above them all.
+_PRE_RELEASE_RANKS = {'alpha': 0, 'a': 0, 'beta': 1, 'b': 1, 't': 2, 'rc': 3}
+_RELEASE_RANK = 9
+
+
+def _split(text):
+    if not isinstance(text, str):
+        raise ValueError('%r is not a version: expected a string such as 24.1.RC1' % (text,))
+    cleaned = text.strip().lower()
+    if cleaned.startswith('v') and cleaned[1:2].isdigit():
+        cleaned = cleaned[1:]
+    cleaned = cleaned.split('+', 1)[0]
+    tokens = re.split(r'[._-]', cleaned)
+    if not cleaned or not tokens[0].isdigit():
+        raise ValueError('%r is not a version: it must start with a number, as in 24.1.RC1 or 8.5.1' % (text,))
+    return tokens
+
+
+def parse_ascend_version(text):
+    """Return a sort key (a tuple) for the version ``text``; raise ValueError naming ``text`` if it is not one."""
+    tokens = _split(text)
+    release = []
+    while tokens and tokens[0].isdigit():
+        release.append(int(tokens.pop(0)))
+    while len(release) > 1 and release[-1] == 0:
+        release.pop()
+    pre = (_RELEASE_RANK, 0)
+    post = -1
+    builds = []
+    for token in tokens:
+        match = _TOKEN.match(token)
+        if not match or not token:
+            raise ValueError('%r is not a version: %r is neither a number nor a tag such as rc1, post2 or b010'
+                             % (text, token))
+        letters, number = match.group('letters'), int(match.group('number') or 0)
+        if pre[0] == _RELEASE_RANK and post < 0 and not builds and letters in _PRE_RELEASE_RANKS:
+            pre = (_PRE_RELEASE_RANKS[letters], number)
+        elif letters == 'post' and post < 0 and not builds:
+            post = number
+        elif letters in ('', 'b', 'build') or (letters in _PRE_RELEASE_RANKS and pre[0] != _RELEASE_RANK):
+            builds.append(number)
+        else:
+            raise ValueError('%r is not a version: %r is neither a number nor a tag such as rc1, post2 or b010'
+                             % (text, token))
+    return (tuple(release), pre, post, tuple(builds))
+
+
+def is_ascend_version(text):
+    """Whether ``text`` reads as a version (see parse_ascend_version)."""
+    try:
+        parse_ascend_version(text)
+    except ValueError:
+        return False
+    return True
+
+
+def compare_ascend_versions(left, right):
+    """Return -1, 0 or 1 as version ``left`` is older than, the same as or newer than ``right``.
+
+    Raises ValueError (naming the text) when either is not a version.
+    """
+    left_key, right_key = parse_ascend_version(left), parse_ascend_version(right)
+    return (left_key > right_key) - (left_key < right_key)
+
+
+def parse_version_ranges(text):
+    """Return the ``[low,high]`` pairs of a version.info range list such as ``[7.0.0,7.7.99],[23.0.0,23.0.0.]``.
+
+    Returns a list of (low, high) strings, or raises ValueError naming the text when it is not such a list.
+    """
+    pairs = re.findall(r'\[\s*([^],\[]+?)\s*,\s*([^],\[]+?)\s*\]', text or '')
+    rest = re.sub(r'\[\s*[^],\[]+?\s*,\s*[^],\[]+?\s*\]', '', text or '').replace(',', '').strip()
+    if not pairs or rest:
+        raise ValueError('%r is not a list of version ranges such as [7.0.0,7.7.99]' % (text,))
+    for low, high in pairs:
+        parse_ascend_version(low)
+        parse_ascend_version(high.rstrip('.'))
+    return pairs
+
+
+def version_in_range(version, low, high):
+    """Whether ``low`` <= ``version`` <= ``high``.
+
+    A ``high`` ending in a dot (``23.0.rc3.``, as firmware version.info writes) also admits every version that
+    starts with it (``23.0.rc3.1``). Raises ValueError (naming the text) when a value is not a version.
+    """
+    if compare_ascend_versions(version, low) < 0:
+        return False
+    if high.endswith('.'):
+        prefix = high.rstrip('.')
+        if compare_ascend_versions(version, prefix) <= 0:
+            return True
+        tokens, bound = _normal_tokens(version), _normal_tokens(prefix)
+        return tokens[:len(bound)] == bound
+    return compare_ascend_versions(version, high) <= 0
+
+
+def _normal_tokens(text):
+    return [str(int(token)) if token.isdigit() else token for token in _split(text)]

@@ -16,7 +16,7 @@ How a version is read (case-insensitive, surrounding blanks ignored):
 * the rest splits at ``.``, ``-`` and ``_``; the leading numbers are the release, compared numerically with
   trailing zeros ignored (``25.5`` equals ``25.5.0``);
 * a pre-release tag follows: ``alpha``/``a`` < ``beta``/``b`` < ``t`` (Huawei's test builds) < ``rc``, each
-  with an optional number (``rc1``, ``RC 2`` written ``RC2``), and any pre-release sorts before the release
+  with an optional number (``rc1``, ``RC2``, ``T63``), and any pre-release sorts before the release
   itself (``24.1.rc1`` < ``24.1.rc3`` < ``24.1`` = ``24.1.0``);
 * then ``postN`` (torch_npu), after the release it follows (``2.7.1`` < ``2.7.1.post1``);
 * then build numbers, numbers or letters+number (``.7`` of ``24.1.rc3.7``, ``.b010`` of ``25.0.rc1.b010``),

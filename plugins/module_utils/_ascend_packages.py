@@ -1,0 +1,676 @@
+# -*- coding: utf-8 -*-
+
+# Copyright (c) kunpeng_ascend.vllm contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+"""Private to the kunpeng_ascend.vllm collection: not a public API, it may change without notice.
+
+Huawei Ascend packages (``.run``, ``.deb``, ``.rpm``) for the ascend_package module: what a package file is
+(component, version, architecture, from Huawei's file names or the package's control data), which version of a
+component is installed (from the files the Ascend installers write, or from dpkg/rpm), how Ascend version strings
+compare, the command lines that install, upgrade and remove a package (one backend class per format), and what an
+installer's output and log say when it fails. Nothing here touches AnsibleModule: commands run through the
+CommandRunner the backends are given, and problems are raised as PackageError.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import platform
+import re
+
+COMPONENTS = ('driver', 'firmware', 'toolkit', 'kernels', 'nnal', 'docker-runtime')
+DEFAULT_INSTALL_PATH = '/usr/local/Ascend'
+INSTALL_INFO = '/etc/ascend_install.info'
+CANN_INSTALL_INFO = '/etc/Ascend/ascend_cann_install.info'
+# The Ascend installers log here; the CANN toolkit also (or only, on some releases) in its own file.
+INSTALL_LOGS = ('/var/log/ascend_seclog/ascend_install.log', '/var/log/ascend_seclog/ascend_toolkit_install.log')
+
+# The first-install flag of each component's .run: --full for the HDK (driver, firmware), --install for the rest.
+INSTALL_FLAG = {'driver': '--full', 'firmware': '--full', 'toolkit': '--install', 'kernels': '--install',
+                'nnal': '--install', 'docker-runtime': '--install'}
+# Components whose .run takes --install-for-all, and --install-username/--install-usergroup, on a first install.
+FOR_ALL_COMPONENTS = ('driver', 'toolkit', 'kernels', 'nnal')
+USER_COMPONENTS = ('driver', 'toolkit', 'kernels', 'nnal')
+# Components that record their install path and want it again on --upgrade/--uninstall: the CANN packages and the
+# Docker runtime (the driver and firmware read theirs from /etc/ascend_install.info).
+PATH_ON_EVERY_ACTION = ('toolkit', 'kernels', 'nnal', 'docker-runtime')
+# CANN .run files accept their EULA with --quiet; the Docker runtime asks on its standard input.
+EULA_COMPONENTS = ('toolkit', 'kernels', 'nnal', 'docker-runtime')
+STDIN_EULA_COMPONENTS = ('docker-runtime',)
+
+# Huawei's file names: <stem>_<version>[_linux-<arch>].<ext>; the stems, in the order they are tried.
+_ARCH_RE = r'(?P<arch>aarch64|arm64|x86[-_]64|amd64)'
+_VERSION_RE = r'(?P<version>[0-9][0-9A-Za-z.]*)'
+COMPONENT_STEMS = (
+    ('driver', r'Ascend-hdk-(?P<chip>[0-9a-z]+)-npu-driver'),
+    ('firmware', r'Ascend-hdk-(?P<chip>[0-9a-z]+)-npu-firmware'),
+    ('toolkit', r'Ascend-cann-toolkit'),
+    ('kernels', r'Ascend-cann-kernels-(?P<chip>[0-9a-z]+)'),
+    ('kernels', r'Atlas-(?P<chip>A3)-cann-kernels'),
+    ('kernels', r'Ascend-cann-(?P<chip>[0-9a-z]+)-ops'),
+    ('nnal', r'Ascend-cann-nnal'),
+    ('docker-runtime', r'Ascend-docker-runtime'),
+)
+_FILE_NAME_RES = tuple(
+    (component, re.compile(r'^%s_%s(?:_linux-%s)?\.(?:run|deb|rpm)$' % (stem, _VERSION_RE, _ARCH_RE), re.I))
+    for component, stem in COMPONENT_STEMS)
+_PACKAGE_NAME_RES = tuple((component, re.compile(r'^%s$' % stem, re.I)) for component, stem in COMPONENT_STEMS)
+_ANY_RUN_NAME_RE = re.compile(r'_%s(?:_linux-%s)?\.run$' % (_VERSION_RE, _ARCH_RE), re.I)
+
+ARCH_ALIASES = {'aarch64': 'aarch64', 'arm64': 'aarch64', 'x86_64': 'x86_64', 'x86-64': 'x86_64', 'amd64': 'x86_64'}
+NO_ARCH = ('all', 'noarch', 'any')
+
+REBOOT_RE = re.compile(r'\breboot (?:needed|now|required)\b', re.I)
+ERROR_LINE_RE = re.compile(r'\[ERROR\]|ERR_NO:|^dpkg: error|^error: ', re.I)
+LOG_PREFIX_RE = re.compile(r'^\[[^\]]*\] \[[0-9][^\]]*\] ?')
+# Known causes of installer failures, as (text in the error, hint).
+FAILURE_HINTS = (
+    ('not exists! Please add', 'create the run user and group first (HwHiAiUser by default, see the Ascend install '
+                               'guide), or set install_username and install_usergroup to existing ones'),
+    ('not right! Please check the relationship', 'the install user must belong to the install group '
+                                                 '(install_username, install_usergroup)'),
+    ('missing tools', 'install the tools the driver builds its kernel module with: dkms, gcc, make and the '
+                      'kernel headers of the running kernel'),
+    ('kernel headers', 'install the headers of the running kernel (linux-headers-$(uname -r) on Debian and Ubuntu, '
+                       'kernel-devel and kernel-headers on openEuler)'),
+    ('There is no python3', 'install a Python 3 that this CANN release supports, as python3 on the PATH'),
+    ('The driver is not installed', 'install the NPU driver package before the firmware'),
+    ('Can not find Ascend-cann-toolkit', 'install the CANN toolkit of the same version first'),
+    ('Ascend-cann-toolkit is not installed', 'install the CANN toolkit first'),
+    ('EULA is not accepted', 'set accept_eula to true'),
+)
+
+
+class PackageError(Exception):
+    """A problem to report as the module's failure: a message, and the command result it is about, if any."""
+
+    def __init__(self, msg, result=None, **extra):
+        super(PackageError, self).__init__(msg)
+        self.msg = msg
+        self.result = result
+        self.extra = extra
+
+
+# ---------------------------------------------------------------------------------------------------- versions
+
+def version_key(version):
+    """The sort key of an Ascend version string, or None when it has a part this module does not know.
+
+    The string is split at ``.``, ``-``, ``_`` and ``+`` (case-insensitive, a leading ``v`` dropped). A part is a
+    number, ``rcN`` (release candidate), ``tN``, ``alphaN`` or ``betaN`` (test builds) or ``bN`` (a build of the
+    version before it). At one position: test build < release candidate < number < build; numbers compare
+    numerically. Missing trailing parts count as ``0``, so 24.1.rc3 < 24.1.rc3.7 < 24.1 == 24.1.0 < 24.1.0.1.
+    """
+    text = version.strip().lower()
+    if text.startswith('v') and text[1:2].isdigit():
+        text = text[1:]
+    if not text:
+        return None
+    key = []
+    for part in re.split(r'[._+-]', text):
+        match = re.match(r'^(alpha|beta|t|rc|b)?(\d+)$', part)
+        if not match:
+            return None
+        rank = {'alpha': 0, 'beta': 0, 't': 0, 'rc': 1, None: 2, 'b': 3}[match.group(1)]
+        key.append((rank, int(match.group(2))))
+    return key
+
+
+def compare_versions(left, right):
+    """-1, 0 or 1 as ``left`` is older than, the same as or newer than ``right``; None when that cannot be told.
+
+    Versions that do not parse (see version_key) are only ever equal, ignoring case, or of unknown order.
+    """
+    left_key, right_key = version_key(left), version_key(right)
+    if left_key is None or right_key is None:
+        return 0 if left.strip().lower() == right.strip().lower() else None
+    length = max(len(left_key), len(right_key))
+    left_key = left_key + [(2, 0)] * (length - len(left_key))
+    right_key = right_key + [(2, 0)] * (length - len(right_key))
+    return (left_key > right_key) - (left_key < right_key)
+
+
+def plan_action(state, package_version, installed_version, allow_downgrade=False):
+    """The action (none, install, upgrade, uninstall) that brings the host to ``state``; PackageError to refuse."""
+    if state == 'absent':
+        return 'uninstall' if installed_version is not None else 'none'
+    if installed_version is None:
+        return 'install'
+    if state == 'present':
+        return 'none'
+    order = compare_versions(package_version, installed_version)
+    if order == 0:
+        return 'none'
+    if order == 1 or allow_downgrade:
+        return 'upgrade'
+    if order is None:
+        raise PackageError('cannot tell whether the package version %s is newer than the installed %s; set '
+                           'allow_downgrade to true to install it anyway' % (package_version, installed_version))
+    raise PackageError('the package version %s is older than the installed %s: set allow_downgrade to true to '
+                       'downgrade' % (package_version, installed_version))
+
+
+# ---------------------------------------------------------------------------------------------------- names
+
+def normalise_arch(arch):
+    """aarch64 or x86_64 for the spellings in file names and package metadata; None for "any architecture"."""
+    if arch is None or arch.strip().lower() in NO_ARCH or not arch.strip():
+        return None
+    return ARCH_ALIASES.get(arch.strip().lower(), arch.strip().lower())
+
+
+def host_architecture():
+    return normalise_arch(platform.machine())
+
+
+def parse_package_file_name(file_name):
+    """Component, chip, version and architecture from a Huawei package file name; None when it is not one."""
+    for component, regexp in _FILE_NAME_RES:
+        match = regexp.match(file_name)
+        if match:
+            fields = match.groupdict()
+            return {'component': component, 'chip': fields.get('chip'), 'version': fields['version'],
+                    'arch': normalise_arch(fields['arch'])}
+    return None
+
+
+def parse_any_run_name(file_name):
+    """Version and architecture of a .run named ``..._<version>[_linux-<arch>].run``; None otherwise."""
+    match = _ANY_RUN_NAME_RE.search(file_name)
+    if not match:
+        return None
+    return {'version': match.group('version'), 'arch': normalise_arch(match.group('arch'))}
+
+
+def component_of_package_name(name):
+    """(component, chip) of a .deb/.rpm package name such as ascend-hdk-910b-npu-driver; None when unknown."""
+    for component, regexp in _PACKAGE_NAME_RES:
+        match = regexp.match(name)
+        if match:
+            return component, match.groupdict().get('chip')
+    return None
+
+
+# ---------------------------------------------------------------------------------------------------- files
+
+def parse_key_value_text(text, separator='='):
+    """``key<separator>value`` lines (surrounding blanks ignored, the first of a key wins) as a dict."""
+    values = {}
+    for line in text.splitlines():
+        key, found, value = line.strip().partition(separator)
+        if found and key.strip() and key.strip() not in values:
+            values[key.strip()] = value.strip()
+    return values
+
+
+def parse_version_cfg_entry(value):
+    """The outer (release) version of a version.cfg value ``[<inner>:<outer>]``; None when not of that form."""
+    match = re.match(r'^\[[^:\]]*:([^\]]+)\]$', value.strip())
+    return match.group(1).strip() if match else None
+
+
+def rooted(root, path):
+    """``path`` (absolute, as seen on the target) under the file system prefix ``root``."""
+    return os.path.join(root or '/', path.lstrip('/'))
+
+
+def read_text(path):
+    """The text of a file, or None when there is no such file."""
+    if not os.path.isfile(path):
+        return None
+    with open(path, 'rb') as handle:
+        return handle.read().decode('utf-8', 'replace')
+
+
+class InstalledRun:
+    """What the Ascend .run installers left on the host: versions, for one component, read under ``root``.
+
+    ``install_path`` is the module's option (None: where the installers recorded it, else /usr/local/Ascend).
+    """
+
+    def __init__(self, component, root='/', install_path=None, arch=None, chip=None):
+        self.component = component
+        self.root = root or '/'
+        self.install_path = install_path
+        self.arch = arch or host_architecture()
+        self.chip = chip
+
+    def _path(self, path):
+        return rooted(self.root, path)
+
+    def _recorded(self, info_file, *keys):
+        text = read_text(self._path(info_file))
+        values = parse_key_value_text(text) if text else {}
+        for key in keys:
+            if values.get(key):
+                return values[key]
+        return None
+
+    def base(self):
+        """The install path (as seen on the target) the component's files are under."""
+        if self.install_path:
+            return self.install_path
+        if self.component == 'driver':
+            recorded = self._recorded(INSTALL_INFO, 'Driver_Install_Path_Param')
+        elif self.component == 'firmware':
+            recorded = self._recorded(INSTALL_INFO, 'Firmware_Install_Path_Param', 'Driver_Install_Path_Param')
+        elif self.component == 'docker-runtime':
+            recorded = None
+        else:
+            recorded = self._recorded(CANN_INSTALL_INFO, 'Install_Path')
+        return recorded or DEFAULT_INSTALL_PATH
+
+    def _toolkit_dirs(self):
+        """Directories a CANN toolkit may be in: ascend-toolkit/latest, then the 8.5+ cann, cann-<version>."""
+        base = self._path(self.base())
+        found = [os.path.join(base, 'ascend-toolkit', 'latest'), os.path.join(base, 'cann')]
+        versioned = glob.glob(os.path.join(base, 'cann-*'))
+        versioned.sort(key=lambda path: version_key(path.rsplit('cann-', 1)[1]) or [], reverse=True)
+        return found + versioned
+
+    def version_file(self):
+        """(path, key, separator) of the file saying the installed version; path None when there is none."""
+        base = self._path(self.base())
+        if self.component in ('driver', 'firmware'):
+            return os.path.join(base, self.component, 'version.info'), 'Version', '='
+        if self.component == 'nnal':
+            return os.path.join(base, 'nnal', 'atb', 'latest', 'version.info'), 'Ascend-cann-atb', ':'
+        if self.component == 'docker-runtime':
+            directory = os.path.join(base, 'Ascend-Docker-Runtime')
+            if os.path.isfile(os.path.join(directory, 'version.info')):
+                return os.path.join(directory, 'version.info'), 'Version', '='
+            return os.path.join(directory, 'ascend_docker_runtime_install.info'), 'version', '='
+        if self.component == 'toolkit':
+            for directory in self._toolkit_dirs():
+                path = os.path.join(directory, '%s-linux' % self.arch, 'ascend_toolkit_install.info')
+                if os.path.isfile(path):
+                    return path, 'version', '='
+            return None, 'version', '='
+        # kernels: the opp_kernel line of the toolkit's version.cfg, else the kernel directory's version.info.
+        for directory in self._toolkit_dirs():
+            cfg = os.path.join(directory, 'version.cfg')
+            text = read_text(cfg)
+            if text is not None and 'opp_kernel_installed_version' in parse_key_value_text(text):
+                return cfg, 'opp_kernel_installed_version', '='
+            kernel = os.path.join(directory, 'opp', 'built-in', 'op_impl', 'ai_core', 'tbe', 'kernel')
+            candidates = [os.path.join(kernel, 'ascend%s' % self.chip, 'version.info')] if self.chip else []
+            candidates += sorted(glob.glob(os.path.join(kernel, 'ascend*', 'version.info')))
+            for path in candidates:
+                if os.path.isfile(path):
+                    return path, 'Version', '='
+        return None, 'Version', '='
+
+    def version(self):
+        """The installed version, or None when the component is not installed; PackageError when unreadable."""
+        path, key, separator = self.version_file()
+        text = read_text(path) if path else None
+        if text is None:
+            return None
+        value = parse_key_value_text(text, separator).get(key)
+        if value and key == 'opp_kernel_installed_version':
+            value = parse_version_cfg_entry(value)
+        if value and self.component == 'docker-runtime' and key == 'version':
+            value = value[1:] if value[:1] in ('v', 'V') and value[1:2].isdigit() else value
+        if not value:
+            raise PackageError('cannot read the installed %s version: %s has no usable "%s%s" line (check the file, '
+                               'or the root and install_path options)' % (self.component, path, key, separator))
+        return value
+
+    def uninstall_script(self):
+        """The uninstall.sh the installed component left (driver, firmware, toolkit, Docker runtime), or None."""
+        base = self._path(self.base())
+        if self.component in ('driver', 'firmware'):
+            path = os.path.join(base, self.component, 'script', 'uninstall.sh')
+        elif self.component == 'docker-runtime':
+            path = os.path.join(base, 'Ascend-Docker-Runtime', 'script', 'uninstall.sh')
+        elif self.component == 'toolkit':
+            info = self.version_file()[0]
+            path = os.path.join(os.path.dirname(info), 'script', 'uninstall.sh') if info else None
+        else:
+            path = None
+        return path if path and os.path.isfile(path) and os.access(path, os.X_OK) else None
+
+
+# ---------------------------------------------------------------------------------------------------- output
+
+def printable_lines(text):
+    """Lines as a terminal shows them: makeself's progress counters rewind with backspaces and carriage returns."""
+    if not text:
+        return []
+    lines = []
+    for raw in text.replace('\r\n', '\n').rstrip('\n').split('\n'):
+        shown = []
+        for char in raw.rsplit('\r', 1)[-1]:
+            if char == '\b':
+                if shown:
+                    shown.pop()
+            else:
+                shown.append(char)
+        lines.append(''.join(shown))
+    return lines
+
+
+def error_lines(*texts):
+    """The error lines of installer output and logs ([ERROR], ERR_NO, dpkg/rpm errors), without the
+    ``[Component] [time]`` prefix, each once, in order."""
+    found = []
+    for text in texts:
+        for line in printable_lines(text):
+            if ERROR_LINE_RE.search(line):
+                line = LOG_PREFIX_RE.sub('', line.strip())
+                if line not in found:
+                    found.append(line)
+    return found
+
+
+def failure_message(what, rc, stdout, stderr, log_lines=()):
+    """``what`` failed (rc=N): the error lines of stdout/stderr/the install log (else the last output lines), and a
+    hint when the cause is known."""
+    errors = error_lines(stdout, stderr, '\n'.join(log_lines))
+    if not errors:
+        errors = [line.strip() for line in printable_lines(stdout) + printable_lines(stderr) if line.strip()][-5:]
+    message = '%s failed (rc=%d): %s' % (what, rc, '; '.join(errors) if errors else 'no output')
+    hints = [hint for needle, hint in FAILURE_HINTS if any(needle in error for error in errors)]
+    if hints:
+        message += '. Hint: %s' % '; '.join(hints)
+    return message
+
+
+def says_reboot_needed(text):
+    """Whether installer output asks for a host reboot (the Docker runtime's "reboot daemon" does not count)."""
+    return bool(REBOOT_RE.search(text or ''))
+
+
+def predict_reboot(component, action):
+    """reboot_required as check mode predicts it: firmware always; the driver on upgrade and uninstall (its
+    installer says so then; a first install may say so too on some hosts, which only a real run shows)."""
+    if action == 'none':
+        return False
+    return component == 'firmware' or (component == 'driver' and action in ('upgrade', 'uninstall'))
+
+
+def reboot_after(component, action, stdout):
+    """reboot_required after a real run: firmware always; the driver when its output asks for a reboot."""
+    if action == 'none':
+        return False
+    return component == 'firmware' or (component == 'driver' and says_reboot_needed(stdout))
+
+
+class InstallLog:
+    """The Ascend install logs under ``root``: the lines written to them since ``mark()``."""
+
+    def __init__(self, root='/'):
+        self.paths = [rooted(root, path) for path in INSTALL_LOGS]
+        self.sizes = {}
+
+    def mark(self):
+        self.sizes = dict((path, os.path.getsize(path) if os.path.isfile(path) else 0) for path in self.paths)
+
+    def new_lines(self):
+        lines = []
+        for path in self.paths:
+            if not os.path.isfile(path):
+                continue
+            start = self.sizes.get(path, 0)
+            if os.path.getsize(path) < start:
+                start = 0  # rotated or truncated meanwhile
+            with open(path, 'rb') as handle:
+                handle.seek(start)
+                for line in handle.read().decode('utf-8', 'replace').splitlines():
+                    if line.strip() and line not in lines:
+                        lines.append(line)
+        return lines
+
+
+# ---------------------------------------------------------------------------------------------------- backends
+
+class Command:
+    """A command line to run: argv, standard input and extra environment."""
+
+    def __init__(self, argv, data=None, environ=None):
+        self.argv = list(argv)
+        self.data = data
+        self.environ = environ or {}
+
+
+class PackageBackend:
+    """One package file of one format. Subclasses fill in inspect(), installed_version() and the commands.
+
+    ``options``: component, install_path, install_username, install_usergroup, extra_args, root.
+    ``which(name)`` returns the path of a tool (the module fails when it is missing). ``host_arch`` is the
+    architecture packages must be built for. inspect() refuses a package for another one before running anything
+    when its file name tells, else right after reading its metadata. ``warnings`` collects what the user should know.
+    """
+
+    extension = None
+
+    def __init__(self, path, runner, which, options, host_arch=None):
+        self.path = path
+        self.file_name = os.path.basename(path)
+        self.runner = runner
+        self.which = which
+        self.options = options
+        self.host_arch = host_arch
+        self.warnings = []
+        self.component = None
+        self.chip = None
+        self.version = None
+        self.arch = None
+        self.name = None
+
+    def _from_file_name(self):
+        """Fill component/chip/version/arch from the file name, and refuse another architecture's package."""
+        parsed = parse_package_file_name(self.file_name)
+        if parsed:
+            self.component, self.chip = parsed['component'], parsed['chip']
+            self.version, self.arch = parsed['version'], parsed['arch']
+            self._check_architecture()
+        return parsed
+
+    def _apply_component_option(self, detected):
+        """The component option wins over what the name says (with a warning when they differ)."""
+        wanted = self.options.get('component')
+        if wanted:
+            if detected and detected != wanted:
+                self.warnings.append('component is %s, but %s is named like a %s package: it is handled as %s' % (
+                    wanted, self.file_name, detected, wanted))
+            self.component = wanted
+        if not self.component:
+            raise PackageError(
+                'cannot tell which Ascend component %s is from its name (Huawei names them like '
+                'Ascend-hdk-910b-npu-driver_24.1.rc1_linux-aarch64.run): set the component option' % self.file_name)
+
+    def _check_architecture(self):
+        if self.arch and self.host_arch and self.arch != self.host_arch:
+            raise PackageError('%s is built for %s, but this host is %s: use the package built for %s' % (
+                self.file_name, self.arch, self.host_arch, self.host_arch))
+
+    def verify(self):
+        """Check the package file before it is used (read-only; runs in check mode too)."""
+
+    def _from_package_name(self, parsed):
+        """After reading a .deb/.rpm's metadata: the component from its package name when the file name did not
+        tell, the component option, and the architecture its metadata declare."""
+        detected = parsed and parsed['component']
+        if not parsed:
+            by_name = component_of_package_name(self.name)
+            if by_name:
+                self.component, self.chip = by_name
+                detected = self.component
+        self._apply_component_option(detected)
+        self._check_architecture()
+
+    def run(self, argv, what):
+        """Run a read-only query; PackageError unless it exits 0."""
+        result = self.runner.run(argv)
+        if result.rc != 0:
+            raise PackageError(failure_message(what, result.rc, result.stdout, result.stderr), result=result)
+        return result
+
+
+class RunPackage(PackageBackend):
+    """A makeself .run installer (driver, firmware, CANN toolkit/kernels/NNAL, Docker runtime)."""
+
+    extension = '.run'
+
+    def inspect(self):
+        """Component, version and architecture from Huawei's file name (nothing is run)."""
+        parsed = self._from_file_name()
+        self._apply_component_option(parsed and parsed['component'])
+        if not parsed:
+            generic = parse_any_run_name(self.file_name)
+            if not generic:
+                raise PackageError('cannot read the package version from the file name %s: keep Huawei\'s name, '
+                                   'which ends in _<version>_linux-<arch>.run (or _<version>.run)' % self.file_name)
+            self.version, self.arch = generic['version'], generic['arch']
+            self._check_architecture()
+        self.name = self.file_name
+
+    def installed(self):
+        return InstalledRun(self.component, self.options.get('root'), self.options.get('install_path'),
+                            arch=self.arch, chip=self.chip)
+
+    def installed_version(self):
+        return self.installed().version()
+
+    def verify(self):
+        """``<run> --check``: makeself's integrity check of the archive."""
+        if not os.access(self.path, os.X_OK):
+            raise PackageError('%s is not executable: copy it with mode 0755 (or chmod +x it)' % self.path)
+        result = self.runner.run([self.path, '--check'])
+        if result.rc != 0:
+            lines = [line.strip() for line in printable_lines(result.stdout) + printable_lines(result.stderr)
+                     if line.strip()]
+            raise PackageError('%s failed its archive check (--check, rc=%d), so nothing was installed: %s. Download '
+                               'the package again' % (self.file_name, result.rc, '; '.join(lines[-5:]) or 'no output'),
+                               result=result)
+
+    def _path_flag(self, action):
+        path = self.options.get('install_path')
+        if path and (action == 'install' or self.component in PATH_ON_EVERY_ACTION):
+            return ['--install-path=%s' % path]
+        return []
+
+    def command(self, action, installed_version=None):
+        """The Command for install, upgrade or uninstall."""
+        if action == 'uninstall':
+            script = None
+            if installed_version is not None and compare_versions(installed_version, self.version) != 0:
+                # Another version is installed: its own uninstaller knows it best.
+                script = self.installed().uninstall_script()
+            if script:
+                return Command([script])
+            return Command([self.path, '--uninstall', '--quiet', '--nox11'] + self._path_flag(action))
+        flag = INSTALL_FLAG[self.component] if action == 'install' else '--upgrade'
+        argv = [self.path, flag, '--quiet', '--nox11']
+        if action == 'install' and self.component in FOR_ALL_COMPONENTS:
+            argv.append('--install-for-all')
+        argv += self._path_flag(action)
+        if action == 'install' and self.component in USER_COMPONENTS and self.options.get('install_username'):
+            argv += ['--install-username=%s' % self.options['install_username'],
+                     '--install-usergroup=%s' % self.options['install_usergroup']]
+        argv += list(self.options.get('extra_args') or [])
+        data = 'y' if self.component in STDIN_EULA_COMPONENTS else None
+        return Command(argv, data=data)
+
+    def succeeded(self, result):
+        # Huawei's own deployment tool counts the firmware installer's exit code 2 as success.
+        return result.rc == 0 or (self.component == 'firmware' and result.rc == 2)
+
+
+class DebPackage(PackageBackend):
+    """A .deb package: control data from dpkg-deb, installed version from dpkg-query, dpkg -i / dpkg -r."""
+
+    extension = '.deb'
+    environ = {'DEBIAN_FRONTEND': 'noninteractive'}
+
+    def inspect(self):
+        parsed = self._from_file_name()
+        result = self.run([self.which('dpkg-deb'), '-f', self.path, 'Package', 'Version', 'Architecture'],
+                          'dpkg-deb -f %s' % self.file_name)
+        control = parse_key_value_text(result.stdout, ':')
+        if not control.get('Package') or not control.get('Version'):
+            raise PackageError('dpkg-deb -f %s printed no Package or Version field' % self.file_name, result=result)
+        self.name, self.version = control['Package'], control['Version']
+        self.arch = normalise_arch(control.get('Architecture'))
+        self._from_package_name(parsed)
+
+    def installed_version(self):
+        result = self.runner.run([self.which('dpkg-query'), '-W', '-f=${Status}\t${Version}', self.name])
+        if result.rc != 0 or not result.stdout.strip():
+            return None  # dpkg-query: no packages found matching NAME
+        status, _tab, version = result.stdout.strip().partition('\t')
+        state = status.split()[-1] if status.split() else ''
+        if state != 'installed':
+            if state not in ('not-installed', 'config-files'):
+                self.warnings.append('dpkg lists %s as %s: it counts as not installed' % (self.name, state))
+            return None
+        return version.strip() or None
+
+    def command(self, action, installed_version=None):
+        if action == 'uninstall':
+            return Command([self.which('dpkg'), '-r', self.name], environ=self.environ)
+        argv = [self.which('dpkg'), '-i'] + list(self.options.get('extra_args') or []) + [self.path]
+        return Command(argv, environ=self.environ)
+
+    def succeeded(self, result):
+        return result.rc == 0
+
+
+class RpmPackage(PackageBackend):
+    """A .rpm package: header data from rpm -qp, installed version from rpm -q, rpm -Uvh / rpm -e."""
+
+    extension = '.rpm'
+
+    def inspect(self):
+        parsed = self._from_file_name()
+        result = self.run([self.which('rpm'), '-qp', '--qf', '%{NAME}\\n%{VERSION}\\n%{ARCH}\\n', self.path],
+                          'rpm -qp %s' % self.file_name)
+        fields = [line.strip() for line in result.stdout.splitlines() if line.strip()]
+        if len(fields) != 3:
+            raise PackageError('rpm -qp %s printed %r, not its name, version and architecture' % (
+                self.file_name, result.stdout), result=result)
+        self.name, self.version, self.arch = fields[0], fields[1], normalise_arch(fields[2])
+        self._from_package_name(parsed)
+
+    def installed_version(self):
+        result = self.runner.run([self.which('rpm'), '-q', '--qf', '%{VERSION}\\n', self.name])
+        if result.rc != 0:
+            return None  # package NAME is not installed
+        versions = [line.strip() for line in result.stdout.splitlines() if line.strip()]
+        if len(versions) > 1:
+            self.warnings.append('rpm lists %s in several versions (%s): the newest counts' % (
+                self.name, ', '.join(versions)))
+            newest = versions[0]
+            for version in versions[1:]:
+                if compare_versions(version, newest) == 1:
+                    newest = version
+            return newest
+        return versions[0] if versions else None
+
+    def command(self, action, installed_version=None):
+        if action == 'uninstall':
+            return Command([self.which('rpm'), '-e', self.name])
+        argv = [self.which('rpm'), '-Uvh']
+        if installed_version is not None and compare_versions(self.version, installed_version) != 1:
+            argv.append('--oldpackage')  # a downgrade, allowed by allow_downgrade
+        argv += list(self.options.get('extra_args') or []) + [self.path]
+        return Command(argv)
+
+    def succeeded(self, result):
+        return result.rc == 0
+
+
+BACKENDS = (RunPackage, DebPackage, RpmPackage)
+
+
+def backend_for(path, runner, which, options, host_arch=None):
+    """The backend of ``path``, chosen by its extension; PackageError for any other extension."""
+    for backend in BACKENDS:
+        if path.lower().endswith(backend.extension):
+            return backend(path, runner, which, options, host_arch)
+    raise PackageError('path: %s is not a .run, .deb or .rpm file (the package format is chosen by the file name '
+                       'extension)' % path)

@@ -1,0 +1,533 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+
+# Copyright (c) kunpeng_ascend.vllm contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: ascend_preflight
+short_description: Check that a host is ready for the Ascend NPU driver, firmware, CANN and vllm-ascend
+version_added: 0.1.0
+description:
+  - The "run the pre-install check script" step of the Ascend install guides, done properly - a structured
+    report of named checks, each with a status (C(pass), C(warn) or C(fail)), a message and the fix.
+  - "The checks, in order (O(checks) and O(skip_checks) choose among them):"
+  - "C(architecture): C(uname -m) is aarch64 (Kunpeng); x86_64 warns unless O(expected_architecture) accepts it;
+    any other fails, as does a mismatch with O(expected_architecture)."
+  - "C(kernel_headers): the headers of the running kernel (C(uname -r)) exist as C(/lib/modules/RELEASE/build),
+    C(/usr/src/linux-headers-RELEASE) (Debian family) or C(/usr/src/kernels/RELEASE) (openEuler family), which
+    the driver's DKMS build needs; else fail, naming headers found for other kernels and a dangling C(build) link."
+  - "C(build_tools): C(dkms), C(gcc) and C(make) are on E(PATH) (fail otherwise); C(lspci) (pciutils) and
+    C(ifconfig) (net-tools), which the driver installer uses, warn when missing."
+  - "C(package_database): on the Debian family (dpkg found) C(dpkg --audit) reports nothing (fail otherwise); on
+    the openEuler family (rpm) C(rpm -Va --nofiles --nodigest --noscripts) passes (unsatisfied dependencies warn,
+    an unreadable database fails). Neither dpkg nor rpm warns."
+  - "C(package_states): (dpkg) C(dpkg-query -W) lists no package in a state other than installed, config-files
+    or not-installed, and none needing a reinstall (fail), and none on hold (warn). rpm keeps no such states: pass."
+  - "C(disk_space): the nearest existing directory of O(install_path) has at least O(min_free_gb) free."
+  - "C(run_user): user C(HwHiAiUser) and group C(HwHiAiUser) exist and the user is in the group, as the driver
+    installer requires."
+  - "C(npu_devices): sysfs lists at least one Ascend NPU (PCI vendor 0x19e5, class 0x1200); a missing
+    C(bus/pci/devices) under O(sysfs_path) warns."
+  - "C(npu_processes) and C(npu_health), from one C(npu-smi info) run: no process holds an NPU (fail), and every
+    chip's health is C(OK) (C(Warning) warns, anything else fails). Without C(npu-smi) both warn - the driver is
+    not installed yet, which is normal before a first install; a failing C(npu-smi) fails them with its hint."
+  - "C(driver_version): the installed driver (C(Version=) of C(driver/version.info) under the driver install path
+    of C(/etc/ascend_install.info), else C(/usr/local/Ascend); else what C(npu-smi info) prints) against
+    O(driver_version) (an older requested driver, a downgrade, warns) and O(firmware_version) against the
+    installed driver's C(compatible_version_fw) ranges (outside fails)."
+  - "C(compatibility): O(vllm_ascend_version), O(vllm_version), O(cann_version), O(torch_version),
+    O(torch_npu_version) and O(python_version) form one row of vllm-ascend's compatibility set, and that row runs
+    on O(driver_version) (else the installed driver); else fail, with the row that driver runs as the fix. See the
+    P(kunpeng_ascend.vllm.ascend_compat#filter) filter for the rows and the driver rule."
+  - Only reads; it never changes the host.
+author:
+  - kunpeng_ascend.vllm maintainers (@kunpeng-ascend)
+extends_documentation_fragment:
+  - kunpeng_ascend.vllm.attributes
+attributes:
+  check_mode:
+    support: full
+    details:
+      - The module only reads, so check mode runs the same read-only commands and returns the same report.
+  diff_mode:
+    support: none
+  platform:
+    support: full
+    platforms: posix
+options:
+  checks:
+    description:
+      - The checks to run, in the module's order whatever the order here. Default (null) is all of them.
+    type: list
+    elements: str
+    choices: [architecture, kernel_headers, build_tools, package_database, package_states, disk_space, run_user,
+              npu_devices, npu_processes, npu_health, driver_version, compatibility]
+  skip_checks:
+    description:
+      - Checks not to run, taken out of O(checks).
+    type: list
+    elements: str
+    choices: [architecture, kernel_headers, build_tools, package_database, package_states, disk_space, run_user,
+              npu_devices, npu_processes, npu_health, driver_version, compatibility]
+    default: []
+  fail_on:
+    description:
+      - V(fail) makes the module fail when a check fails, V(warn) when a check fails or warns, with a message
+        naming each such check, its message and its fix. The report is returned either way.
+      - V(never) always succeeds; read RV(failed_checks) and RV(warned_checks).
+    type: str
+    choices: [fail, warn, never]
+    default: fail
+  root:
+    description:
+      - Directory that is the root of the system to check; files (kernel headers, C(/etc/ascend_install.info),
+        C(version.info), C(/etc/passwd) and C(/etc/group)) are read under it and O(install_path) is looked up under it.
+      - For a chroot, a mounted image and tests. Commands (C(dpkg), C(rpm), C(npu-smi)) still run on the host,
+        and C(uname) values are the running kernel's.
+      - With the default V(/) the HwHiAiUser account is looked up through the system's account database (NSS).
+    type: path
+    default: /
+  sysfs_path:
+    description:
+      - Directory where sysfs is mounted, read for the NPU PCI devices (C(bus/pci/devices)). It is not put under
+        O(root). Tests point it at a copy of a sysfs tree.
+    type: path
+    default: /sys
+  install_path:
+    description:
+      - Where the Ascend packages go; O(min_free_gb) is checked on its nearest existing directory.
+    type: path
+    default: /usr/local/Ascend
+  min_free_gb:
+    description:
+      - Free space, in GiB, that C(disk_space) asks for. The CANN toolkit needs 7 to 10 GB.
+    type: float
+    default: 10
+  expected_architecture:
+    description:
+      - The architecture the host must have. When not set, aarch64 passes and x86_64 warns.
+    type: str
+    choices: [aarch64, x86_64]
+  npu_smi_path:
+    description:
+      - Path of C(npu-smi). When not set, it is looked up in E(PATH), then as C(/usr/local/bin/npu-smi) and
+        C(/usr/local/sbin/npu-smi).
+    type: path
+  timeout:
+    description:
+      - Seconds each command (C(dpkg --audit), C(dpkg-query), C(rpm -Va), C(npu-smi info)) may run before coreutils
+        C(timeout) stops it. V(0) runs without a limit.
+    type: int
+    default: 120
+  driver_version:
+    description:
+      - The NPU driver version about to be installed (for example C(24.1.RC1)); compared with the installed one
+        and used for C(compatibility) instead of it.
+    type: str
+  firmware_version:
+    description:
+      - The NPU firmware version about to be installed (for example C(7.5.0.1.129)); checked against the installed
+        driver's C(compatible_version_fw) when the driver stays as it is.
+    type: str
+  cann_version:
+    description: The CANN toolkit version about to be used (for example C(8.5.0)).
+    type: str
+  vllm_ascend_version:
+    description: The vllm-ascend version about to be used (for example C(0.13.0) or C(v0.13.0)).
+    type: str
+  vllm_version:
+    description: The vLLM version about to be used.
+    type: str
+  torch_version:
+    description: The torch version about to be used.
+    type: str
+  torch_npu_version:
+    description: The torch_npu version about to be used (for example C(2.8.0.post2)).
+    type: str
+  python_version:
+    description: The Python version vLLM will run under (for example C(3.11)); give it as a string.
+    type: str
+requirements:
+  - On the Debian family C(dpkg) and C(dpkg-query), on the openEuler family C(rpm), for the package checks.
+notes:
+  - Check mode and real runs are the same; the module never reports a change.
+  - Run it as root (become) so that C(npu-smi) may read the NPUs and C(rpm) its database.
+seealso:
+  - module: kunpeng_ascend.vllm.npu_smi_info
+  - plugin: kunpeng_ascend.vllm.ascend_compat
+    plugin_type: filter
+"""
+
+EXAMPLES = r"""
+- name: Check the host before installing driver 24.1.RC1 and vllm-ascend 0.13.0
+  kunpeng_ascend.vllm.ascend_preflight:
+    driver_version: 24.1.RC1
+    firmware_version: 7.5.0.1.129
+    vllm_ascend_version: 0.13.0
+    cann_version: 8.5.0
+  become: true
+
+- name: Report only, and decide later
+  kunpeng_ascend.vllm.ascend_preflight:
+    fail_on: never
+    skip_checks:
+      - npu_processes
+  become: true
+  register: preflight
+
+- name: Show what is not ready
+  ansible.builtin.debug:
+    msg: "{{ preflight.checks | rejectattr('status', 'eq', 'pass') | map(attribute='message') | list }}"
+
+- name: Accept an x86_64 test host with a smaller disk
+  kunpeng_ascend.vllm.ascend_preflight:
+    expected_architecture: x86_64
+    min_free_gb: 8
+    fail_on: warn
+"""
+
+RETURN = r"""
+checks:
+  description: One entry per check run, in the module's order.
+  returned: always
+  type: list
+  elements: dict
+  contains:
+    name:
+      description: The check's name (see O(checks)).
+      type: str
+      sample: kernel_headers
+    status:
+      description: V(pass), V(warn) or V(fail).
+      type: str
+      sample: fail
+    message:
+      description: What the check found.
+      type: str
+      sample: no headers for the running kernel 6.1.0-18-arm64 (none of /lib/modules/6.1.0-18-arm64/build, ...)
+    fix:
+      description: What to do about it; null on a pass.
+      type: str
+      sample: apt-get install -y linux-headers-6.1.0-18-arm64
+failed_checks:
+  description: Names of the checks with status V(fail).
+  returned: always
+  type: list
+  elements: str
+  sample: [kernel_headers]
+warned_checks:
+  description: Names of the checks with status V(warn).
+  returned: always
+  type: list
+  elements: str
+  sample: [npu_processes, npu_health]
+counts:
+  description: Number of checks by status.
+  returned: always
+  type: dict
+  sample: {"pass": 9, "warn": 2, "fail": 1}
+summary:
+  description: The counts in one line.
+  returned: always
+  type: str
+  sample: "12 checks: 9 pass, 2 warn, 1 fail"
+"""
+
+import grp
+import os
+import platform
+import pwd
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._ascend_files import (
+    NPU_GROUP,
+    NPU_USER,
+    RootFS,
+    read_driver,
+    read_install_record,
+    read_npu_account,
+    scan_npu_devices,
+)
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._command import (
+    CommandRunner,
+    is_executable,
+)
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._npu_smi import (
+    describe_npu_smi_failure,
+    npu_smi_failure_hint,
+    parse_npu_smi_info,
+)
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._preflight import (
+    CHECK_NAMES,
+    REQUIRED_TOOLS,
+    USEFUL_TOOLS,
+    WARN,
+    CommandOutput,
+    check_architecture,
+    check_build_tools,
+    check_compatibility,
+    check_disk_space,
+    check_driver_version,
+    check_kernel_headers,
+    check_npu_devices,
+    check_npu_health,
+    check_npu_processes,
+    check_package_database,
+    check_package_states,
+    check_run_user,
+    summarize,
+)
+
+# Where the Ascend driver installs npu-smi; a remote PATH often lacks /usr/local/bin.
+NPU_SMI_FALLBACK_PATHS = ('/usr/local/bin/npu-smi', '/usr/local/sbin/npu-smi')
+DPKG_QUERY_FORMAT = '${db:Status-Abbrev} ${Package}\\n'
+VERSION_OPTIONS = ('vllm_ascend_version', 'vllm_version', 'cann_version', 'torch_version', 'torch_npu_version',
+                   'python_version')
+
+
+def system_user(name):
+    try:
+        entry = pwd.getpwnam(name)
+    except KeyError:
+        return None
+    return {'name': entry.pw_name, 'uid': entry.pw_uid, 'gid': entry.pw_gid, 'home': entry.pw_dir, 'shell': entry.pw_shell}
+
+
+def system_group(name):
+    try:
+        entry = grp.getgrnam(name)
+    except KeyError:
+        return None
+    return {'name': entry.gr_name, 'gid': entry.gr_gid, 'members': list(entry.gr_mem)}
+
+
+class Host:
+    """What the checks read of the host: files under root, sysfs, PATH and read-only commands, each read once."""
+
+    def __init__(self, module):
+        self.module = module
+        self.params = module.params
+        self.fs = RootFS(module.params['root'])
+        self._runner = None
+        self._cache = {}
+
+    def _once(self, key, read):
+        if key not in self._cache:
+            self._cache[key] = read()
+        return self._cache[key]
+
+    def run(self, argv):
+        if self._runner is None:
+            self._runner = CommandRunner(self.module, self.params['timeout'])
+        result = self._runner.run(argv)
+        return CommandOutput(result.argv, result.rc, result.stdout, result.stderr)
+
+    def package_manager(self):
+        """('dpkg', dpkg path) on the Debian family, ('rpm', rpm path) on the openEuler family, else (None, None)."""
+        def find():
+            dpkg = self.module.get_bin_path('dpkg')
+            if dpkg and self.module.get_bin_path('dpkg-query'):
+                return 'dpkg', dpkg
+            rpm = self.module.get_bin_path('rpm')
+            return ('rpm', rpm) if rpm else (None, None)
+        return self._once('package_manager', find)
+
+    def npu_smi(self):
+        """{'found', 'failure', 'info'} of one ``npu-smi info`` run."""
+        return self._once('npu_smi', self._read_npu_smi)
+
+    def _read_npu_smi(self):
+        configured = self.params['npu_smi_path']
+        if configured and not is_executable(configured):
+            return {'found': True, 'failure': 'npu_smi_path: %s is not an executable file' % configured, 'info': None}
+        path = configured or self.module.get_bin_path('npu-smi') or next(
+            (candidate for candidate in NPU_SMI_FALLBACK_PATHS if is_executable(candidate)), None)
+        if not path:
+            return {'found': False, 'failure': None, 'info': None}
+        output = self.run([path, 'info'])
+        if output.rc != 0:
+            return {'found': True, 'failure': describe_npu_smi_failure('npu-smi info', output.rc, output.stdout,
+                                                                       output.stderr), 'info': None}
+        warnings = []
+        info = parse_npu_smi_info(output.stdout, warn=warnings.append)
+        if not info['chips'] and npu_smi_failure_hint(output.rc, output.stdout, output.stderr):
+            return {'found': True, 'failure': describe_npu_smi_failure('npu-smi info', output.rc, output.stdout,
+                                                                       output.stderr), 'info': None}
+        for warning in warnings:
+            self.module.warn(warning)
+        return {'found': True, 'failure': None, 'info': info}
+
+    def installed_driver(self):
+        """None without a driver, else {'version', 'source', 'compatible_firmware'}."""
+        def read():
+            record = read_install_record(self.fs, self.module.warn)
+            driver = read_driver(self.fs, record, self.module.warn)
+            if driver:
+                return {'version': driver['version'], 'source': self.fs.host_path(driver['version_info']),
+                        'compatible_firmware': driver['compatible_firmware']}
+            npu_smi = self.npu_smi()
+            if npu_smi['info'] and npu_smi['info']['driver_version']:
+                return {'version': npu_smi['info']['driver_version'], 'source': 'npu-smi info',
+                        'compatible_firmware': None}
+            return None
+        return self._once('installed_driver', read)
+
+
+def run_architecture(host):
+    return check_architecture(platform.machine(), host.params['expected_architecture'])
+
+
+def run_kernel_headers(host):
+    fs, release = host.fs, platform.release()
+    build = '/lib/modules/%s/build' % release
+    checked = [build, '/usr/src/linux-headers-%s' % release, '/usr/src/kernels/%s' % release]
+    found = [path for path in checked if fs.is_dir(path)]
+    broken = []
+    modules_dir = fs.resolve(os.path.dirname(build))
+    link = fs.host_path(modules_dir + '/build') if modules_dir else None
+    if not found and link and os.path.islink(link):
+        broken.append((build, os.readlink(link)))
+    others = [name for name in fs.listdir('/lib/modules') if fs.is_dir('/lib/modules/%s/build' % name)]
+    others += [name for name in fs.listdir('/usr/src/kernels') if fs.is_dir('/usr/src/kernels/' + name)]
+    others = [name for index, name in enumerate(others) if name != release and name not in others[:index]]
+    return check_kernel_headers(release, checked, found, others, broken, host.package_manager()[0])
+
+
+def run_build_tools(host):
+    found = dict((tool, host.module.get_bin_path(tool)) for tool, package in REQUIRED_TOOLS + USEFUL_TOOLS)
+    return check_build_tools(found, host.package_manager()[0])
+
+
+def run_package_database(host):
+    manager, path = host.package_manager()
+    if manager == 'dpkg':
+        return check_package_database(manager, host.run([path, '--audit']))
+    if manager == 'rpm':
+        return check_package_database(manager, host.run([path, '-Va', '--nofiles', '--nodigest', '--noscripts']))
+    return check_package_database(None, None)
+
+
+def run_package_states(host):
+    manager = host.package_manager()[0]
+    if manager == 'dpkg':
+        output = host.run([host.module.get_bin_path('dpkg-query'), '-W', '-f=' + DPKG_QUERY_FORMAT])
+        return check_package_states(manager, output)
+    return check_package_states(manager, None)
+
+
+def run_disk_space(host):
+    install_path = host.params['install_path']
+    checked = install_path
+    while checked != '/' and not host.fs.is_dir(checked):
+        checked = os.path.dirname(checked)
+    try:
+        stat = os.statvfs(host.fs.host_path(host.fs.resolve(checked) or checked))
+    except OSError as error:
+        return check_disk_space(install_path, checked, None, host.params['min_free_gb'], error=error.strerror or str(error))
+    return check_disk_space(install_path, checked, stat.f_bavail * stat.f_frsize, host.params['min_free_gb'])
+
+
+def run_run_user(host):
+    user_db = (system_user, system_group) if host.fs.root == '/' else None
+    account = read_npu_account(host.fs, host.module.warn, user_db)
+    return check_run_user(NPU_USER, NPU_GROUP, account['user'], account['group'])
+
+
+def run_npu_devices(host):
+    sysfs_path = host.params['sysfs_path']
+    sysfs = RootFS(sysfs_path)
+    scanned = os.path.join(sysfs_path, 'bus/pci/devices')
+    if not sysfs.is_dir('/bus/pci/devices'):
+        return check_npu_devices([], scanned, error='%s does not exist (a container without the host\'s sysfs?)' % scanned)
+    return check_npu_devices(scan_npu_devices(sysfs, host.module.warn), scanned)
+
+
+def run_npu_processes(host):
+    return check_npu_processes(host.npu_smi())
+
+
+def run_npu_health(host):
+    return check_npu_health(host.npu_smi())
+
+
+def run_driver_version(host):
+    return check_driver_version(host.installed_driver(), host.params['driver_version'], host.params['firmware_version'])
+
+
+def run_compatibility(host):
+    requested = dict((option, host.params[option]) for option in VERSION_OPTIONS)
+    if host.params['driver_version']:
+        return check_compatibility(requested, host.params['driver_version'], 'requested')
+    installed = host.installed_driver()
+    return check_compatibility(requested, installed['version'] if installed else None, 'installed')
+
+
+CHECKS = {
+    'architecture': run_architecture,
+    'kernel_headers': run_kernel_headers,
+    'build_tools': run_build_tools,
+    'package_database': run_package_database,
+    'package_states': run_package_states,
+    'disk_space': run_disk_space,
+    'run_user': run_run_user,
+    'npu_devices': run_npu_devices,
+    'npu_processes': run_npu_processes,
+    'npu_health': run_npu_health,
+    'driver_version': run_driver_version,
+    'compatibility': run_compatibility,
+}
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            checks=dict(type='list', elements='str', choices=list(CHECK_NAMES)),
+            skip_checks=dict(type='list', elements='str', choices=list(CHECK_NAMES), default=[]),
+            fail_on=dict(type='str', choices=['fail', 'warn', 'never'], default='fail'),
+            root=dict(type='path', default='/'),
+            sysfs_path=dict(type='path', default='/sys'),
+            install_path=dict(type='path', default='/usr/local/Ascend'),
+            min_free_gb=dict(type='float', default=10),
+            expected_architecture=dict(type='str', choices=['aarch64', 'x86_64']),
+            npu_smi_path=dict(type='path'),
+            timeout=dict(type='int', default=120),
+            driver_version=dict(type='str'),
+            firmware_version=dict(type='str'),
+            cann_version=dict(type='str'),
+            vllm_ascend_version=dict(type='str'),
+            vllm_version=dict(type='str'),
+            torch_version=dict(type='str'),
+            torch_npu_version=dict(type='str'),
+            python_version=dict(type='str'),
+        ),
+        # Every check only reads, so check mode runs them all and reports the same.
+        supports_check_mode=True,
+    )
+    if not os.path.isdir(module.params['root']):
+        module.fail_json(msg='root: %s is not a directory' % module.params['root'])
+    if not os.path.isabs(module.params['install_path']):
+        module.fail_json(msg='install_path: %s is not an absolute path' % module.params['install_path'])
+    if module.params['min_free_gb'] < 0:
+        module.fail_json(msg='min_free_gb: must be 0 or more, not %g' % module.params['min_free_gb'])
+    selected = module.params['checks'] if module.params['checks'] is not None else CHECK_NAMES
+    names = [name for name in CHECK_NAMES if name in selected and name not in module.params['skip_checks']]
+    host = Host(module)
+    checks = [CHECKS[name](host) for name in names]
+    for item in checks:
+        if item['status'] == WARN:
+            module.warn('preflight %s: %s (fix: %s)' % (item['name'], item['message'], item['fix']))
+    report = summarize(checks, module.params['fail_on'])
+    result = dict(changed=False, checks=checks, failed_checks=report['failed_checks'],
+                  warned_checks=report['warned_checks'], counts=report['counts'], summary=report['summary'])
+    if report['message']:
+        module.fail_json(msg=report['message'], **result)
+    module.exit_json(**result)
+
+
+if __name__ == '__main__':
+    main()

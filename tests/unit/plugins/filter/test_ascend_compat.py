@@ -1,0 +1,115 @@
+# -*- coding: utf-8 -*-
+
+# Copyright (c) kunpeng_ascend.vllm contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+"""The ascend_compat and ascend_compat_rows filters, called directly and through a template."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+import yaml
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.kunpeng_ascend.vllm.plugins.filter import ascend_compat as plugin
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._compatibility import (
+    ROWS,
+    check_combination,
+    compatibility_rows,
+    describe_row,
+)
+
+FILTER_DIR = os.path.dirname(plugin.__file__)
+
+
+def test_the_plugin_exposes_both_filters():
+    assert plugin.FilterModule().filters() == {'ascend_compat': plugin.ascend_compat,
+                                               'ascend_compat_rows': plugin.ascend_compat_rows}
+
+
+def test_ascend_compat_is_check_combination():
+    versions = {'vllm_ascend': '0.23.0', 'cann': '9.1.0', 'driver': '25.5'}
+    result = plugin.ascend_compat(versions)
+    assert result == check_combination(**versions)
+    assert (result['supported'], result['suggestion']['image']) == (False, 'quay.io/ascend/vllm-ascend:v0.18.0')
+
+
+def test_null_values_are_not_checked():
+    assert plugin.ascend_compat({'cann': None, 'driver': None}) == check_combination()
+
+
+def test_unknown_keys_are_an_error_naming_them():
+    with pytest.raises(AnsibleFilterError) as raised:
+        plugin.ascend_compat({'cann_version': '8.5.0', 'hdk': '25.5', 'cann': '8.5.0'})
+    assert str(raised.value) == ('ascend_compat: unknown key(s) cann_version, hdk; the keys are vllm_ascend, vllm, cann, '
+                                 'torch, torch_npu, driver, python')
+
+
+def test_input_that_is_not_a_dict_is_an_error():
+    with pytest.raises(AnsibleFilterError) as raised:
+        plugin.ascend_compat(['8.5.0'])
+    assert str(raised.value) == ('ascend_compat: the input must be a dict of versions with keys among vllm_ascend, vllm, '
+                                 'cann, torch, torch_npu, driver, python, not list')
+
+
+@pytest.mark.parametrize('driver', [None, '', '  '])
+def test_rows_without_a_driver_are_all_rows(driver):
+    assert plugin.ascend_compat_rows(driver) == compatibility_rows()
+
+
+def test_rows_for_a_driver():
+    assert [row['vllm_ascend'] for row in plugin.ascend_compat_rows(' 24.1.rc1 ')] == ['0.11.0', '0.9.1', '0.7.3']
+
+
+def test_rows_for_a_driver_that_is_not_a_version():
+    with pytest.raises(AnsibleFilterError) as raised:
+        plugin.ascend_compat_rows('latest')
+    assert str(raised.value) == "ascend_compat_rows: NPU driver 'latest' is not a version such as 24.1.RC1"
+
+
+def test_rows_for_a_driver_given_as_a_number():
+    with pytest.raises(AnsibleFilterError) as raised:
+        plugin.ascend_compat_rows(25.5)
+    assert str(raised.value) == ('ascend_compat_rows: the NPU driver version must be a string such as 24.1.RC1, '
+                                 'not float 25.5')
+
+
+def run_ansible_debug(expression, variables):
+    """The value of a Jinja ``expression`` as ``ansible localhost -m debug`` renders it, with this collection."""
+    collections_path = os.path.abspath(os.path.join(FILTER_DIR, *[os.pardir] * 5))
+    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=collections_path, ANSIBLE_LOAD_CALLBACK_PLUGINS='1',
+               ANSIBLE_STDOUT_CALLBACK='json', ANSIBLE_LOCALHOST_WARNING='0', ANSIBLE_INVENTORY_UNPARSED_WARNING='0')
+    ansible = os.path.join(os.path.dirname(sys.executable), 'ansible')
+    completed = subprocess.run([ansible, 'localhost', '-m', 'ansible.builtin.debug', '-a', 'msg={{ %s }}' % expression,
+                                '-e', json.dumps(variables)], env=env, capture_output=True, text=True, check=True)
+    task = json.loads(completed.stdout)['plays'][0]['tasks'][0]
+    return task['hosts']['localhost']['msg']
+
+
+def test_through_a_template():
+    assert run_ansible_debug("({'driver': driver} | kunpeng_ascend.vllm.ascend_compat).suggestion.image",
+                             {'driver': '25.5.0'}) == 'quay.io/ascend/vllm-ascend:v0.18.0'
+    assert run_ansible_debug("driver | kunpeng_ascend.vllm.ascend_compat_rows | map(attribute='cann') | list",
+                             {'driver': '25.5.0'}) == ['8.5.1', '8.5.0', '8.3.RC2', '8.2.RC1', '8.1.RC1']
+
+
+@pytest.mark.parametrize('name', ['ascend_compat', 'ascend_compat_rows'])
+def test_each_filter_has_its_documentation_sidecar(name):
+    with open(os.path.join(FILTER_DIR, name + '.yml'), encoding='utf-8') as sidecar:
+        docs = yaml.safe_load(sidecar)
+    assert set(docs) == {'DOCUMENTATION', 'EXAMPLES', 'RETURN'}
+    assert docs['DOCUMENTATION']['name'] == name
+    assert 'kunpeng_ascend.vllm.%s' % name in docs['EXAMPLES']
+
+
+def test_the_documented_row_sample_is_a_real_row():
+    with open(os.path.join(FILTER_DIR, 'ascend_compat.yml'), encoding='utf-8') as sidecar:
+        docs = yaml.safe_load(sidecar)
+    assert docs['RETURN']['_value']['contains']['row']['sample'] == describe_row(ROWS[0])

@@ -1,0 +1,431 @@
+# -*- coding: utf-8 -*-
+
+# Copyright (c) kunpeng_ascend.vllm contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+"""The Ascend package helpers: versions, file names, version files (real captures in tests/unit/fixtures/installer,
+each naming its source), installer output and logs."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._ascend_packages import (
+    InstalledRun,
+    InstallLog,
+    PackageError,
+    compare_versions,
+    component_of_package_name,
+    error_lines,
+    failure_message,
+    normalise_arch,
+    parse_any_run_name,
+    parse_key_value_text,
+    parse_package_file_name,
+    parse_version_cfg_entry,
+    plan_action,
+    predict_reboot,
+    printable_lines,
+    reboot_after,
+    says_reboot_needed,
+    version_key,
+)
+
+FIXTURE_DIR = os.path.join(os.path.dirname(__file__), os.pardir, os.pardir, 'fixtures', 'installer')
+
+DRIVER_OK = 'installer_driver-910b-25.0.rc1.1_full-install-success.txt'
+DRIVER_DIRECT = 'installer_driver-910-23.0.rc1_full-install-success_Direct.txt'
+DRIVER_REBOOT = 'installer_driver-910-24.1.0_full-install-success_reboot-needed.txt'
+FIRMWARE_OK = 'installer_firmware-910-7.5.0.2.220_full-install-success.txt'
+FIRMWARE_CHECK_AND_FULL = 'installer_firmware-910-6.3.0.1.241_check-and-full.txt'
+FIRMWARE_CHECK = 'installer_firmware-910b-7.7.0.1.231_check.txt'
+TOOLKIT_OK = 'installer_cann-toolkit-6.3.RC1_install-success_summary.txt'
+TOOLKIT_DEB_NO_PYTHON = 'installer_cann-toolkit-deb_error_no-python_dpkg.txt'
+
+
+def load_fixture(name):
+    """Return a fixture's captured text: what follows its SOURCE/NOTE header and the first '---' line."""
+    with open(os.path.join(FIXTURE_DIR, name), encoding='utf-8') as fixture:
+        lines = fixture.read().splitlines(True)
+    return ''.join(lines[[line.rstrip('\n') for line in lines].index('---') + 1:])
+
+
+def test_fixture_loader_strips_the_source_header():
+    assert load_fixture(DRIVER_OK).startswith('Verifying archive integrity...  100%')
+
+
+# ---------------------------------------------------------------------------------------------------- versions
+
+@pytest.mark.parametrize('older,newer', [
+    ('24.1.rc1', '24.1.rc2'),
+    ('24.1.rc2', '24.1.rc3.7'),
+    ('24.1.rc3', '24.1.rc3.7'),
+    ('24.1.RC3.7', '24.1.0'),
+    ('24.1.0', '24.1.0.1'),
+    ('24.1.rc3.7', '25.0.rc1'),
+    ('25.0.rc1', '25.0.rc1.1'),
+    ('23.0.rc2', '23.0.rc2.b090'),
+    ('23.0.rc2.b090', '23.0.rc3'),
+    ('7.5.0.2.220', '7.5.0.3.220'),
+    ('7.5.0.3.220', '7.7.0.1.231'),
+    ('6.3.0.1.241', '7.1.0.11.220'),
+    ('8.0.0', '8.0.1'),
+    ('8.0.T63', '8.0.RC1'),
+    ('8.0.RC3', '8.0.0'),
+    ('8.0.0', '8.5.0'),
+    ('8.5.0', '8.5.1'),
+    ('8.5.T63', '8.5.RC1'),
+    ('8.2.RC1', '8.3.RC2'),
+    ('8.3.RC2', '9.1.0'),
+    ('9.1.0', '10.0.0'),
+    ('25.5', '26.0.RC1'),
+    ('5.0.RC3', '6.0.0'),
+    ('v6.0.0', '7.0.RC1'),
+])
+def test_compare_versions_orders(older, newer):
+    assert compare_versions(older, newer) == -1
+    assert compare_versions(newer, older) == 1
+
+
+@pytest.mark.parametrize('left,right', [
+    ('24.1.rc1', '24.1.RC1'),
+    ('24.1', '24.1.0'),
+    ('8.0.0', '8.0.0.0'),
+    ('23.0.rc2.b090', '23.0.RC2.B90'),
+    ('v6.0.0', '6.0.0'),
+    ('8.0.T63', '8.0.t63'),
+])
+def test_compare_versions_equal(left, right):
+    assert compare_versions(left, right) == 0
+
+
+def test_version_key_ranks_test_builds_before_candidates_before_releases_before_builds():
+    assert version_key('8.0.T63') == [(2, 8), (2, 0), (0, 63)]
+    assert version_key('24.1.RC3.7') == [(2, 24), (2, 1), (1, 3), (2, 7)]
+    assert version_key('23.0.rc2.b090') == [(2, 23), (2, 0), (1, 2), (3, 90)]
+    assert version_key('8.0.0-1') == [(2, 8), (2, 0), (2, 0), (2, 1)]
+
+
+@pytest.mark.parametrize('version', ['', 'latest', '8.0.0~beta', '24.1.spc1', '1.0.RC1alpha'])
+def test_version_key_of_unknown_forms_is_none(version):
+    assert version_key(version) is None
+
+
+def test_unknown_forms_are_only_equal_or_unordered():
+    assert compare_versions('8.0.SPC1', '8.0.spc1') == 0
+    assert compare_versions('8.0.SPC1', '8.0.0') is None
+    assert compare_versions('8.0.0', 'unknown') is None
+
+
+# ---------------------------------------------------------------------------------------------------- plan
+
+@pytest.mark.parametrize('state,package,installed,action', [
+    ('present', '24.1.rc1', None, 'install'),
+    ('present', '24.1.rc1', '23.0.rc3', 'none'),
+    ('present', '24.1.rc1', '25.0.rc1', 'none'),
+    ('latest', '24.1.rc1', None, 'install'),
+    ('latest', '24.1.rc1', '24.1.RC1', 'none'),
+    ('latest', '24.1.0', '24.1.rc3.7', 'upgrade'),
+    ('absent', '24.1.rc1', None, 'none'),
+    ('absent', '24.1.rc1', '24.1.rc1', 'uninstall'),
+    ('absent', '24.1.rc1', '25.0.rc1', 'uninstall'),
+])
+def test_plan_action(state, package, installed, action):
+    assert plan_action(state, package, installed) == action
+
+
+def test_plan_refuses_a_downgrade_unless_allowed():
+    with pytest.raises(PackageError) as raised:
+        plan_action('latest', '24.1.rc1', '24.1.0')
+    assert raised.value.msg == ('the package version 24.1.rc1 is older than the installed 24.1.0: set allow_downgrade '
+                                'to true to downgrade')
+    assert plan_action('latest', '24.1.rc1', '24.1.0', allow_downgrade=True) == 'upgrade'
+
+
+def test_plan_refuses_an_unknown_order_unless_allowed():
+    with pytest.raises(PackageError) as raised:
+        plan_action('latest', '8.0.0', '8.0.SPC1')
+    assert raised.value.msg == ('cannot tell whether the package version 8.0.0 is newer than the installed 8.0.SPC1; '
+                                'set allow_downgrade to true to install it anyway')
+    assert plan_action('latest', '8.0.0', '8.0.SPC1', allow_downgrade=True) == 'upgrade'
+
+
+# ---------------------------------------------------------------------------------------------------- names
+
+@pytest.mark.parametrize('name,expected', [
+    ('Ascend-hdk-910b-npu-driver_24.1.rc1_linux-aarch64.run', ('driver', '910b', '24.1.rc1', 'aarch64')),
+    ('Ascend-hdk-910-npu-driver_23.0.rc1_linux-aarch64.run', ('driver', '910', '23.0.rc1', 'aarch64')),
+    ('Ascend-hdk-910b-npu-driver_25.0.rc1.1_linux-x86-64.run', ('driver', '910b', '25.0.rc1.1', 'x86_64')),
+    ('Ascend-hdk-910b-npu-driver_24.1.rc1_linux-aarch64.deb', ('driver', '910b', '24.1.rc1', 'aarch64')),
+    ('Ascend-hdk-910b-npu-firmware_7.7.0.1.231.run', ('firmware', '910b', '7.7.0.1.231', None)),
+    ('Ascend-hdk-910-npu-firmware_6.3.0.1.241.run', ('firmware', '910', '6.3.0.1.241', None)),
+    ('Ascend-cann-toolkit_6.3.RC1_linux-aarch64.run', ('toolkit', None, '6.3.RC1', 'aarch64')),
+    ('Ascend-cann-toolkit_8.0.0_linux-x86_64.rpm', ('toolkit', None, '8.0.0', 'x86_64')),
+    ('Ascend-cann-kernels-910b_8.3.RC1_linux-aarch64.run', ('kernels', '910b', '8.3.RC1', 'aarch64')),
+    ('Atlas-A3-cann-kernels_8.0.0_linux-aarch64.run', ('kernels', 'A3', '8.0.0', 'aarch64')),
+    ('Ascend-cann-910b-ops_9.1.0_linux-aarch64.run', ('kernels', '910b', '9.1.0', 'aarch64')),
+    ('Ascend-cann-nnal_8.0.T63_linux-aarch64.run', ('nnal', None, '8.0.T63', 'aarch64')),
+    ('Ascend-docker-runtime_6.0.0_linux-aarch64.run', ('docker-runtime', None, '6.0.0', 'aarch64')),
+    ('Ascend-docker-runtime_7.0.RC1_linux-x86-64.run', ('docker-runtime', None, '7.0.RC1', 'x86_64')),
+])
+def test_parse_package_file_name(name, expected):
+    parsed = parse_package_file_name(name)
+    assert (parsed['component'], parsed['chip'], parsed['version'], parsed['arch']) == expected
+
+
+@pytest.mark.parametrize('name', ['driver.run', 'Ascend-hdk-910b-npu-driver_24.1.rc1_linux-aarch64.tar.gz',
+                                  'Ascend-cann-toolkit.run', 'Ascend-mindstudio-toolkit_6.0.RC1_linux-aarch64.run'])
+def test_parse_package_file_name_rejects_other_names(name):
+    assert parse_package_file_name(name) is None
+
+
+def test_parse_any_run_name():
+    assert parse_any_run_name('my-driver_24.1.rc1_linux-aarch64.run') == {'version': '24.1.rc1', 'arch': 'aarch64'}
+    assert parse_any_run_name('fw_7.5.0.3.220.run') == {'version': '7.5.0.3.220', 'arch': None}
+    assert parse_any_run_name('driver.run') is None
+
+
+@pytest.mark.parametrize('name,expected', [
+    ('ascend-hdk-910b-npu-driver', ('driver', '910b')),
+    ('ascend-cann-toolkit', ('toolkit', None)),
+    ('Ascend-cann-nnal', ('nnal', None)),
+    ('atlas-a3-cann-kernels', ('kernels', 'a3')),
+    ('ascend-cann-910b-ops', ('kernels', '910b')),
+    ('ascend-cann-toolkit-doc', None),
+])
+def test_component_of_package_name(name, expected):
+    assert component_of_package_name(name) == expected
+
+
+@pytest.mark.parametrize('arch,expected', [('aarch64', 'aarch64'), ('arm64', 'aarch64'), ('x86-64', 'x86_64'),
+                                           ('AMD64', 'x86_64'), ('all', None), ('noarch', None), (None, None),
+                                           ('ppc64le', 'ppc64le')])
+def test_normalise_arch(arch, expected):
+    assert normalise_arch(arch) == expected
+
+
+# ---------------------------------------------------------------------------------------------------- version files
+
+def test_version_files_of_real_hosts():
+    driver = parse_key_value_text(load_fixture('driver-version.info_24.1.rc1_mindcluster-doc.txt'))
+    assert driver['Version'] == '24.1.rc1'
+    assert driver['compatible_version_fw'] == '[7.0.0,7.2.99]'
+    driver = parse_key_value_text(load_fixture('driver-version.info_25.3.rc1_faq-indented.txt'))
+    assert (driver['Version'], driver['package_version']) == ('25.3.rc1', '25.3.rc1')
+    firmware = parse_key_value_text(load_fixture('firmware-version.info_7.1.0.11.220_mindcluster-doc.txt'))
+    assert firmware['Version'] == '7.1.0.11.220'
+    toolkit = parse_key_value_text(load_fixture('ascend_toolkit_install.info_cann8.5.0_from_issue4930.txt'))
+    assert (toolkit['version'], toolkit['arch']) == ('8.5.0', 'aarch64')
+    nnal = parse_key_value_text(load_fixture('nnal-atb-version.info_8.0.T63_indented.txt'), ':')
+    assert nnal['Ascend-cann-atb'] == '8.0.T63'
+    assert nnal['Ascend-cann-atb Version'] == '8.0.T63.B020'
+    cfg = parse_key_value_text(load_fixture('version.cfg_ascend-toolkit-latest_7.6.T13.0.B094-8.0.T63.txt'))
+    assert parse_version_cfg_entry(cfg['opp_kernel_installed_version']) == '8.0.T63'
+    record = parse_key_value_text(load_fixture('etc-ascend_install.info_driver-firmware_full.txt'))
+    assert record['Driver_Install_Path_Param'] == '/usr/local/Ascend'
+
+
+def test_parse_version_cfg_entry_rejects_other_forms():
+    assert parse_version_cfg_entry('8.0.0') is None
+    assert parse_version_cfg_entry('[7.6.T13.0.B094]') is None
+
+
+class Root:
+    """A file system prefix to lay installed Ascend files in."""
+
+    def __init__(self, path):
+        self.path = str(path)
+
+    def write(self, target_path, text, mode=0o644):
+        full = os.path.join(self.path, target_path.lstrip('/'))
+        os.makedirs(os.path.dirname(full), exist_ok=True)
+        with open(full, 'w', encoding='utf-8') as handle:
+            handle.write(text)
+        os.chmod(full, mode)
+        return full
+
+    def installed(self, component, **kwargs):
+        return InstalledRun(component, self.path, arch='aarch64', **kwargs)
+
+
+@pytest.fixture
+def root(tmp_path):
+    return Root(tmp_path)
+
+
+@pytest.mark.parametrize('component', ['driver', 'firmware', 'toolkit', 'kernels', 'nnal', 'docker-runtime'])
+def test_nothing_installed(root, component):
+    assert root.installed(component).version() is None
+    assert root.installed(component).uninstall_script() is None
+
+
+def test_driver_and_firmware_from_real_version_files(root):
+    root.write('/usr/local/Ascend/driver/version.info', load_fixture('driver-version.info_24.1.rc1_mindcluster-doc.txt'))
+    root.write('/usr/local/Ascend/firmware/version.info',
+               load_fixture('firmware-version.info_7.1.0.11.220_mindcluster-doc.txt'))
+    assert root.installed('driver').version() == '24.1.rc1'
+    assert root.installed('firmware').version() == '7.1.0.11.220'
+
+
+def test_driver_path_recorded_in_ascend_install_info(root):
+    root.write('/etc/ascend_install.info', 'UserName=HwHiAiUser\nDriver_Install_Path_Param=/data/Ascend\n')
+    root.write('/data/Ascend/driver/version.info', 'Version=25.0.rc1.1\n')
+    root.write('/usr/local/Ascend/driver/version.info', 'Version=23.0.rc1\n')
+    assert root.installed('driver').version() == '25.0.rc1.1'
+    # the firmware goes where the driver went unless it recorded its own path
+    root.write('/data/Ascend/firmware/version.info', 'Version=7.7.0.1.231\n')
+    assert root.installed('firmware').version() == '7.7.0.1.231'
+    # the install_path option wins
+    assert root.installed('driver', install_path='/usr/local/Ascend').version() == '23.0.rc1'
+
+
+def test_toolkit_latest_and_cann_install_path(root):
+    root.write('/etc/Ascend/ascend_cann_install.info', 'Install_Path=/data/cann\n')
+    root.write('/data/cann/ascend-toolkit/latest/aarch64-linux/ascend_toolkit_install.info',
+               load_fixture('ascend_toolkit_install.info_cann8.0.0_from_issue237.txt'))
+    assert root.installed('toolkit').version() == '8.0.0'
+
+
+def test_toolkit_8_5_layout(root):
+    root.write('/usr/local/Ascend/cann-8.3.RC2/aarch64-linux/ascend_toolkit_install.info', 'version=8.3.RC2\n')
+    root.write('/usr/local/Ascend/cann-8.5.0/aarch64-linux/ascend_toolkit_install.info',
+               load_fixture('ascend_toolkit_install.info_cann8.5.0_from_issue4930.txt'))
+    assert root.installed('toolkit').version() == '8.5.0'
+    root.write('/usr/local/Ascend/cann/aarch64-linux/ascend_toolkit_install.info', 'version=8.5.1\n')
+    assert root.installed('toolkit').version() == '8.5.1'
+
+
+def test_toolkit_of_another_architecture_is_not_this_one(root):
+    root.write('/usr/local/Ascend/ascend-toolkit/latest/x86_64-linux/ascend_toolkit_install.info', 'version=8.0.0\n')
+    assert root.installed('toolkit').version() is None
+
+
+def test_kernels_from_version_cfg_else_kernel_directory(root):
+    root.write('/usr/local/Ascend/ascend-toolkit/latest/version.cfg',
+               load_fixture('version.cfg_ascend-toolkit-latest_7.6.T13.0.B094-8.0.T63.txt'))
+    assert root.installed('kernels').version() == '8.0.T63'
+    root.write('/usr/local/Ascend/ascend-toolkit/latest/version.cfg', '# version: 1.0\n'
+               'toolkit_installed_version=[7.6.0.1.220:8.0.0]\n')
+    assert root.installed('kernels').version() is None
+    root.write('/usr/local/Ascend/ascend-toolkit/latest/opp/built-in/op_impl/ai_core/tbe/kernel/ascend910b/'
+               'version.info', 'Version=8.0.0\nsoc=ascend910b\n')
+    assert root.installed('kernels', chip='910b').version() == '8.0.0'
+    assert root.installed('kernels').version() == '8.0.0'
+
+
+def test_nnal_from_real_version_file(root):
+    root.write('/usr/local/Ascend/nnal/atb/latest/version.info',
+               load_fixture('nnal-atb-version.info_8.0.T63_indented.txt'))
+    assert root.installed('nnal').version() == '8.0.T63'
+
+
+def test_docker_runtime_version_info_else_install_info(root):
+    root.write('/usr/local/Ascend/Ascend-Docker-Runtime/ascend_docker_runtime_install.info',
+               'version=v6.0.0\ninstall_scene=docker\n')
+    assert root.installed('docker-runtime').version() == '6.0.0'
+    root.write('/usr/local/Ascend/Ascend-Docker-Runtime/version.info', 'Version=6.0.1\n')
+    assert root.installed('docker-runtime').version() == '6.0.1'
+
+
+def test_a_version_file_without_a_version_is_an_error(root):
+    path = root.write('/usr/local/Ascend/driver/version.info', 'ascendhal_version=7.35.19\nVersion=\n')
+    with pytest.raises(PackageError) as raised:
+        root.installed('driver').version()
+    assert raised.value.msg == ('cannot read the installed driver version: %s has no usable "Version=" line (check '
+                                'the file, or the root and install_path options)' % path)
+
+
+def test_uninstall_scripts(root):
+    script = root.write('/usr/local/Ascend/driver/script/uninstall.sh', '#!/bin/sh\n', 0o755)
+    root.write('/usr/local/Ascend/driver/version.info', 'Version=24.1.rc1\n')
+    assert root.installed('driver').uninstall_script() == script
+    root.write('/usr/local/Ascend/ascend-toolkit/latest/aarch64-linux/ascend_toolkit_install.info', 'version=8.0.0\n')
+    script = root.write('/usr/local/Ascend/ascend-toolkit/latest/aarch64-linux/script/uninstall.sh', '#!/bin/sh\n',
+                        0o755)
+    assert root.installed('toolkit').uninstall_script() == script
+    root.write('/usr/local/Ascend/firmware/script/uninstall.sh', 'not executable\n', 0o644)
+    assert root.installed('firmware').uninstall_script() is None
+
+
+# ---------------------------------------------------------------------------------------------------- output
+
+def test_printable_lines_apply_backspaces_and_carriage_returns():
+    assert printable_lines('Verifying archive integrity...  0%\b\b100%   OK\r\nabc\rxyz\n') == [
+        'Verifying archive integrity...  100%   OK', 'xyz']
+    assert printable_lines('') == []
+
+
+@pytest.mark.parametrize('name', [DRIVER_OK, DRIVER_DIRECT, DRIVER_REBOOT, FIRMWARE_OK, FIRMWARE_CHECK_AND_FULL,
+                                  FIRMWARE_CHECK, TOOLKIT_OK])
+def test_successful_installs_have_no_error_lines(name):
+    assert error_lines(load_fixture(name)) == []
+
+
+def test_reboot_needed():
+    assert says_reboot_needed(load_fixture(DRIVER_REBOOT))
+    assert not says_reboot_needed(load_fixture(DRIVER_OK))
+    assert not says_reboot_needed(load_fixture(DRIVER_DIRECT))
+    assert says_reboot_needed(load_fixture(FIRMWARE_OK))
+    assert not says_reboot_needed('[INFO] please reboot daemon and container engine to take effect\n')
+
+
+@pytest.mark.parametrize('component,action,predicted', [
+    ('firmware', 'install', True), ('firmware', 'upgrade', True), ('firmware', 'uninstall', True),
+    ('firmware', 'none', False), ('driver', 'install', False), ('driver', 'upgrade', True),
+    ('driver', 'uninstall', True), ('driver', 'none', False), ('toolkit', 'upgrade', False),
+    ('docker-runtime', 'install', False),
+])
+def test_predict_reboot(component, action, predicted):
+    assert predict_reboot(component, action) is predicted
+
+
+def test_reboot_after_reads_the_driver_output():
+    assert reboot_after('driver', 'install', load_fixture(DRIVER_REBOOT)) is True
+    assert reboot_after('driver', 'install', load_fixture(DRIVER_OK)) is False
+    assert reboot_after('firmware', 'install', '') is True
+    assert reboot_after('docker-runtime', 'install', 'please reboot daemon and container engine') is False
+
+
+def test_failure_message_of_the_deb_toolkit_without_python():
+    output = load_fixture(TOOLKIT_DEB_NO_PYTHON)
+    assert failure_message('Installing toolkit 8.2.RC1 from x.deb', 1, output, '') == (
+        'Installing toolkit 8.2.RC1 from x.deb failed (rc=1): [ERROR] There is no python3.7,python3.8,python3.9,'
+        'python3.10,python3.11 in the current environment !; dpkg: error processing package ascend-cann-toolkit '
+        '(--configure):. Hint: install a Python 3 that this CANN release supports, as python3 on the PATH')
+
+
+def test_failure_message_merges_output_and_log_without_repeats():
+    line = '[Driver] [2025-07-17 10:35:21] [ERROR]ERR_NO:0x0091;ERR_DES:HwHiAiUser not exists! Please add HwHiAiUser'
+    log = ['[Driver] [2025-07-17 10:35:21] [INFO]Start time: 2025-07-17 10:35:21', line,
+           '[Driver] [2025-07-17 10:35:22] [ERROR]ERR_NO:0x0095;ERR_DES:written only to the log']
+    assert failure_message('Installing driver', 1, line + '\n', '', log) == (
+        'Installing driver failed (rc=1): [ERROR]ERR_NO:0x0091;ERR_DES:HwHiAiUser not exists! Please add HwHiAiUser; '
+        '[ERROR]ERR_NO:0x0095;ERR_DES:written only to the log. Hint: create the run user and group first '
+        '(HwHiAiUser by default, see the Ascend install guide), or set install_username and install_usergroup to '
+        'existing ones')
+
+
+def test_failure_message_without_error_lines_gives_the_last_output():
+    assert failure_message('x', 3, 'one\n\ntwo\n', 'three\n') == 'x failed (rc=3): one; two; three'
+    assert failure_message('x', 124, '', '') == 'x failed (rc=124): no output'
+
+
+def test_install_log_returns_only_the_lines_of_this_run(root):
+    path = root.write('/var/log/ascend_seclog/ascend_install.log', 'old line\n')
+    log = InstallLog(root.path)
+    log.mark()
+    with open(path, 'a', encoding='utf-8') as handle:
+        handle.write('new line 1\n\nnew line 2\n')
+    root.write('/var/log/ascend_seclog/ascend_toolkit_install.log', 'new line 2\ntoolkit line\n')
+    assert log.new_lines() == ['new line 1', 'new line 2', 'toolkit line']
+
+
+def test_install_log_rotated_during_the_run(root):
+    root.write('/var/log/ascend_seclog/ascend_install.log', 'a long old line that was rotated away\n')
+    log = InstallLog(root.path)
+    log.mark()
+    root.write('/var/log/ascend_seclog/ascend_install.log', 'fresh\n')
+    assert log.new_lines() == ['fresh']

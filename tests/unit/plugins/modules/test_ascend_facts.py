@@ -1,0 +1,364 @@
+# -*- coding: utf-8 -*-
+
+# Copyright (c) kunpeng_ascend.vllm contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+"""ascend_facts' main() against fake roots and sysfs trees in tmp_path, and against a root the simulator's fake
+Ascend packages were installed into."""
+
+from __future__ import annotations
+
+import importlib.machinery
+import importlib.util
+import os
+import shutil
+import subprocess
+import sys
+from unittest import mock
+
+import pytest
+
+from ansible.module_utils import basic
+from ansible.module_utils.testing import patch_module_args
+
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils import _ascend_files
+from ansible_collections.kunpeng_ascend.vllm.plugins.modules import ascend_facts
+from ansible_collections.kunpeng_ascend.vllm.tests.unit.plugins.module_utils.test_ascend_files import (
+    DRIVER_25,
+    FIRMWARE,
+    INSTALL_INFO,
+    NNAL,
+    TOOLKIT_800,
+    VERSION_CFG,
+    load_fixture,
+    make_tree,
+)
+
+REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), os.pardir, os.pardir, os.pardir, os.pardir))
+SIM_DIR = os.path.join(REPO, 'tests', 'simulator')
+
+
+def load_simulator_module(name, filename):
+    loader = importlib.machinery.SourceFileLoader(name, os.path.join(SIM_DIR, filename))
+    spec = importlib.util.spec_from_loader(name, loader)
+    module = importlib.util.module_from_spec(spec)
+    loader.exec_module(module)
+    return module
+
+
+fake_sysfs = load_simulator_module('fake_sysfs', 'fake_sysfs.py')
+
+NO_ACCOUNT = {'user': None, 'group': None, 'user_in_group': False}
+EMPTY_FACTS = {'driver': None, 'firmware': None, 'install_record': None, 'cann_install_record': None, 'toolkit': None,
+               'kernels': None, 'nnal': None, 'docker_runtime': None, 'npu_devices': [], 'npu_count': 0,
+               'hwhiaiuser': NO_ACCOUNT}
+
+
+class ExitJson(Exception):
+    pass
+
+
+class FailJson(Exception):
+    pass
+
+
+def exit_json(module, **result):
+    raise ExitJson(result)
+
+
+def fail_json(module, **result):
+    raise FailJson(result)
+
+
+@pytest.fixture
+def warn(monkeypatch):
+    fake = mock.Mock()
+    monkeypatch.setattr(basic.AnsibleModule, 'warn', fake)
+    monkeypatch.setattr(basic.AnsibleModule, 'exit_json', exit_json)
+    monkeypatch.setattr(basic.AnsibleModule, 'fail_json', fail_json)
+    return fake
+
+
+def run_module(args, outcome=ExitJson):
+    with patch_module_args(args):
+        with pytest.raises(outcome) as raised:
+            ascend_facts.main()
+    return raised.value.args[0]
+
+
+def warnings_of(warn):
+    return [call.args[0] for call in warn.call_args_list]
+
+
+def sysfs_tree(tmp_path, profile='910b-8', numa=True):
+    path = str(tmp_path / 'sys')
+    fake_sysfs.write_sysfs(path, profile, numa=numa)
+    return path
+
+
+def a2_host_files():
+    """A 910B host as the samples show it: driver 25.3.rc1, firmware, CANN 8.0.0 with version.cfg, NNAL."""
+    return {
+        '/etc/ascend_install.info': load_fixture(INSTALL_INFO),
+        '/usr/local/Ascend/driver/version.info': load_fixture(DRIVER_25),
+        '/usr/local/Ascend/firmware/version.info': load_fixture(FIRMWARE),
+        '/etc/Ascend/ascend_cann_install.info': 'Install_Path=/usr/local/Ascend\n',
+        '/usr/local/Ascend/ascend-toolkit/8.0.0/aarch64-linux/ascend_toolkit_install.info': load_fixture(TOOLKIT_800),
+        '/usr/local/Ascend/ascend-toolkit/8.0.0/version.cfg': load_fixture(VERSION_CFG),
+        '/usr/local/Ascend/ascend-toolkit/set_env.sh': '',
+        '/usr/local/Ascend/nnal/atb/8.0.T63/version.info': load_fixture(NNAL),
+        '/usr/local/Ascend/nnal/atb/set_env.sh': '',
+        '/etc/passwd': 'root:x:0:0:root:/root:/bin/bash\nHwHiAiUser:x:1000:1000::/home/HwHiAiUser:/bin/bash\n',
+        '/etc/group': 'root:x:0:\nHwHiAiUser:x:1000:vllm\n',
+    }
+
+
+A2_LINKS = {'/usr/local/Ascend/ascend-toolkit/latest': '8.0.0', '/usr/local/Ascend/nnal/atb/latest': '8.0.T63'}
+
+
+# --- a full host ----------------------------------------------------------------------------------------------------
+
+def test_a2_host_from_the_samples(tmp_path, warn):
+    root = make_tree(tmp_path / 'root', a2_host_files(), A2_LINKS)
+    result = run_module({'root': root, 'sysfs_path': sysfs_tree(tmp_path)})
+    assert sorted(result) == ['ansible_facts', 'changed']
+    assert result['changed'] is False
+    assert list(result['ansible_facts']) == ['ascend']
+    facts = result['ansible_facts']['ascend']
+    assert sorted(facts) == sorted(EMPTY_FACTS)
+    driver = dict(facts['driver'])
+    assert driver.pop('values')['package_version'] == '25.3.rc1'
+    assert driver == {
+        'path': '/usr/local/Ascend/driver', 'version_info': '/usr/local/Ascend/driver/version.info',
+        'version': '25.3.rc1', 'package_version': '25.3.rc1', 'inner_version': 'V100R001C23SPC002B212',
+        'ascendhal_version': '7.35.23',
+        'compatible_versions': ['V100R001C19', 'V100R001C20', 'V100R001C21', 'V100R001C22', 'V100R001C23'],
+        'compatible_firmware': [{'min': '7.0.0', 'max': '8.9.9'}],
+    }
+    assert (facts['firmware']['version'], facts['firmware']['compatible_drivers'][0]) == \
+        ('7.1.0.11.220', {'min': '23.0.rc3', 'max': '23.0.rc3.'})
+    assert (facts['install_record']['user_name'], facts['install_record']['driver_install_for_all']) == ('HwHiAiUser', True)
+    assert facts['cann_install_record'] == {'path': '/etc/Ascend/ascend_cann_install.info', 'install_path': '/usr/local/Ascend',
+                                            'toolkit_install_path': None, 'values': {'Install_Path': '/usr/local/Ascend'}}
+    toolkit = facts['toolkit']
+    assert (toolkit['version'], toolkit['layout'], toolkit['path'], toolkit['set_env']) == \
+        ('8.0.0', 'ascend-toolkit', '/usr/local/Ascend/ascend-toolkit/8.0.0', '/usr/local/Ascend/ascend-toolkit/set_env.sh')
+    assert facts['kernels'] == {'version': '8.0.T63', 'inner_version': '7.6.T13.0.B094', 'source': 'version_cfg',
+                                'path': '/usr/local/Ascend/ascend-toolkit/8.0.0/version.cfg', 'socs': None}
+    assert (facts['nnal']['version'], facts['nnal']['path']) == ('8.0.T63', '/usr/local/Ascend/nnal/atb/8.0.T63')
+    assert facts['docker_runtime'] is None
+    assert facts['npu_count'] == 8
+    assert [(npu['bus_id'], npu['chip_family'], npu['numa_node'], npu['numa_cpulist']) for npu in facts['npu_devices']] == [
+        ('0000:01:00.0', '910B', 1, '96-191'), ('0000:02:00.0', '910B', 1, '96-191'),
+        ('0000:41:00.0', '910B', 1, '96-191'), ('0000:42:00.0', '910B', 1, '96-191'),
+        ('0000:81:00.0', '910B', 0, '0-95'), ('0000:82:00.0', '910B', 0, '0-95'),
+        ('0000:c1:00.0', '910B', 0, '0-95'), ('0000:c2:00.0', '910B', 0, '0-95')]
+    assert facts['npu_devices'][0]['numa_cpus'] == list(range(96, 192))
+    assert facts['hwhiaiuser'] == {
+        'user': {'name': 'HwHiAiUser', 'uid': 1000, 'gid': 1000, 'home': '/home/HwHiAiUser', 'shell': '/bin/bash'},
+        'group': {'name': 'HwHiAiUser', 'gid': 1000, 'members': ['vllm']},
+        'user_in_group': True}
+    # The samples carry a documentation line each (a file path, a shell prompt): reported with file and line.
+    assert warnings_of(warn) == [
+        '%s/etc/ascend_install.info line 1: not a "key=value" line, ignored: \'> cat /etc/ascend_install.info\'' % root,
+        '%s/usr/local/Ascend/driver/version.info line 1: not a "key=value" line, ignored: '
+        "'/usr/local/Ascend/driver/version.info'" % root,
+    ]
+
+
+def test_check_mode_gathers_the_same_facts(tmp_path, warn):
+    root = make_tree(tmp_path / 'root', a2_host_files(), A2_LINKS)
+    args = {'root': root, 'sysfs_path': sysfs_tree(tmp_path)}
+    assert run_module(dict(args, _ansible_check_mode=True)) == run_module(args)
+
+
+def test_new_cann_layout_a3_host(tmp_path, warn):
+    root = make_tree(tmp_path / 'root', {
+        '/usr/local/Ascend/driver/version.info': 'Version=25.3.rc1\n',
+        '/etc/Ascend/ascend_cann_install.info': 'Install_Path=/usr/local/Ascend\nToolkit_InstallPath=/usr/local/Ascend/cann-8.5.0\n',
+        '/usr/local/Ascend/cann-8.5.0/aarch64-linux/ascend_toolkit_install.info': 'version=8.5.0\narch=aarch64\n',
+        '/usr/local/Ascend/cann-8.5.0/set_env.sh': '',
+    }, {'/usr/local/Ascend/ascend-toolkit/latest': '/usr/local/Ascend/cann-8.5.0',
+        '/usr/local/Ascend/cann': 'cann-8.5.0'})
+    facts = run_module({'root': root, 'sysfs_path': sysfs_tree(tmp_path, 'a3-16')})['ansible_facts']['ascend']
+    toolkit = facts['toolkit']
+    assert (toolkit['version'], toolkit['layout'], toolkit['path'], toolkit['found_via'], toolkit['set_env']) == \
+        ('8.5.0', 'cann', '/usr/local/Ascend/cann-8.5.0', '/usr/local/Ascend/cann-8.5.0', '/usr/local/Ascend/cann-8.5.0/set_env.sh')
+    assert (facts['npu_count'], {npu['chip_family'] for npu in facts['npu_devices']}) == (16, {'910_93'})
+    assert [npu['numa_node'] for npu in facts['npu_devices']].count(0) == 8
+    assert (facts['driver']['version'], facts['firmware'], facts['install_record']) == ('25.3.rc1', None, None)
+    assert warnings_of(warn) == []
+
+
+def test_empty_root_has_every_component_null(tmp_path, warn):
+    os.makedirs(str(tmp_path / 'sys' / 'bus' / 'pci' / 'devices'))
+    os.makedirs(str(tmp_path / 'root'))
+    result = run_module({'root': str(tmp_path / 'root'), 'sysfs_path': str(tmp_path / 'sys')})
+    assert result == {'changed': False, 'ansible_facts': {'ascend': EMPTY_FACTS}}
+    assert warnings_of(warn) == []
+
+
+def test_without_numa_the_devices_have_no_node(tmp_path, warn):
+    result = run_module({'root': str(tmp_path), 'sysfs_path': sysfs_tree(tmp_path, '310p-duo', numa=False)})
+    devices = result['ansible_facts']['ascend']['npu_devices']
+    assert [(npu['bus_id'], npu['chip_family'], npu['numa_node'], npu['numa_cpus']) for npu in devices] == [
+        ('0000:01:00.0', '310P', None, None), ('0000:03:00.0', '310P', None, None),
+        ('0000:81:00.0', '310P', None, None), ('0000:84:00.0', '310P', None, None)]
+
+
+def test_a_missing_sysfs_gives_a_warning(tmp_path, warn):
+    result = run_module({'root': str(tmp_path), 'sysfs_path': str(tmp_path / 'nosys')})
+    assert result['ansible_facts']['ascend']['npu_devices'] == []
+    assert warnings_of(warn) == ['sysfs_path: %s has no bus/pci/devices directory, so no NPU can be listed; set '
+                                 'sysfs_path to where sysfs is mounted' % (tmp_path / 'nosys')]
+
+
+def test_unreadable_and_malformed_files_are_null_with_warnings(tmp_path, warn, monkeypatch):
+    root = make_tree(tmp_path / 'root', {
+        '/usr/local/Ascend/driver/version.info': 'Version=24.1.rc1\ncompatible_version_fw=7.0.0-7.7.99\n',
+        '/usr/local/Ascend/firmware/version.info': 'Version=7.5.0.3.220\n',
+    })
+    real_open = open
+
+    def denying_open(path, *args, **kwargs):
+        if path.endswith('/firmware/version.info'):
+            raise PermissionError(13, 'Permission denied', path)
+        return real_open(path, *args, **kwargs)
+    monkeypatch.setattr(_ascend_files, 'open', denying_open, raising=False)
+    facts = run_module({'root': root, 'sysfs_path': sysfs_tree(tmp_path)})['ansible_facts']['ascend']
+    assert (facts['driver']['version'], facts['driver']['compatible_firmware'], facts['firmware']) == ('24.1.rc1', None, None)
+    assert warnings_of(warn) == [
+        '%s/usr/local/Ascend/driver/version.info line 2: compatible_version_fw=7.0.0-7.7.99 is not a list of [min,max] '
+        'ranges: not a list of [..] groups; it is returned as null' % root,
+        '%s/usr/local/Ascend/firmware/version.info: cannot be read: Permission denied' % root,
+    ]
+
+
+def test_root_that_is_not_a_directory(tmp_path, warn):
+    assert run_module({'root': str(tmp_path / 'missing')}, FailJson) == {
+        'msg': 'root: %s is not a directory' % (tmp_path / 'missing')}
+
+
+def test_the_real_root_uses_the_system_account_database(tmp_path, warn, monkeypatch):
+    seen = {}
+
+    def gather(fs, sysfs, warn=None, user_db=None):
+        seen.update(root=fs.root, sysfs=sysfs.root, user_db=user_db)
+        return dict(EMPTY_FACTS)
+    monkeypatch.setattr(ascend_facts, 'gather_ascend_facts', gather)
+    run_module({'sysfs_path': str(tmp_path)})
+    assert seen == {'root': '/', 'sysfs': str(tmp_path), 'user_db': (ascend_facts.system_user, ascend_facts.system_group)}
+    run_module({'root': str(tmp_path), 'sysfs_path': str(tmp_path)})
+    assert seen['user_db'] is None
+
+
+def test_system_account_lookups(monkeypatch):
+    monkeypatch.setattr(ascend_facts.pwd, 'getpwnam', mock.Mock(
+        return_value=mock.Mock(pw_name='HwHiAiUser', pw_uid=1000, pw_gid=1001, pw_dir='/home/HwHiAiUser', pw_shell='/bin/bash')))
+    monkeypatch.setattr(ascend_facts.grp, 'getgrnam', mock.Mock(side_effect=KeyError('getgrnam(): name not found')))
+    assert ascend_facts.system_user('HwHiAiUser') == {'name': 'HwHiAiUser', 'uid': 1000, 'gid': 1001,
+                                                      'home': '/home/HwHiAiUser', 'shell': '/bin/bash'}
+    assert ascend_facts.system_group('HwHiAiUser') is None
+    ascend_facts.pwd.getpwnam.assert_called_once_with('HwHiAiUser')
+
+
+# --- the simulator's fake sysfs -------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize('profile', ['910b-8', 'a3-16', '310p-duo'])
+def test_fake_sysfs_matches_the_simulated_npu_smi(tmp_path, profile):
+    """The bus ids of the fake sysfs are those the simulated npu-smi prints, so the two can be joined."""
+    ascend_sim = load_simulator_module('ascend_sim', 'ascend-sim')
+    sim_buses = list(dict.fromkeys(chip['bus_id'].lower() for chip in ascend_sim.default_chips(profile)))
+    written = fake_sysfs.write_sysfs(str(tmp_path), profile)
+    assert written == sim_buses
+    devices = _ascend_files.scan_npu_devices(_ascend_files.RootFS(str(tmp_path)))
+    assert sorted(device['bus_id'] for device in devices) == sorted(sim_buses)
+    assert {device['device'] for device in devices} == {ascend_sim.PROFILE_SPECS[profile]['pci_device_id'].lower()}
+    by_bus = {device['bus_id']: device['numa_node'] for device in devices}
+    half = len(sim_buses) // 2
+    assert [by_bus[bus] for bus in sim_buses] == [0] * half + [1] * half
+
+
+def test_fake_sysfs_cli(tmp_path):
+    proc = subprocess.run([sys.executable, os.path.join(SIM_DIR, 'fake_sysfs.py'), '--out', str(tmp_path), '--profile', '910b-8'],
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=30, check=False)
+    assert (proc.returncode, proc.stderr) == (0, '')
+    assert proc.stdout.split() == ['0000:c1:00.0', '0000:c2:00.0', '0000:81:00.0', '0000:82:00.0',
+                                   '0000:01:00.0', '0000:02:00.0', '0000:41:00.0', '0000:42:00.0']
+    with open(str(tmp_path / 'bus/pci/devices/0000:41:00.0/numa_node')) as numa_node:
+        assert numa_node.read() == '1\n'
+    with open(str(tmp_path / 'devices/system/node/node0/cpulist')) as cpulist:
+        assert cpulist.read() == '0-95\n'
+
+
+# --- integration: the fake Ascend packages installed into a temporary root ------------------------------------------
+
+SIM_KERNEL = '6.1.0-sim-arm64'
+PACKAGES = [
+    ('Ascend-hdk-910b-npu-driver_24.1.rc1_linux-aarch64.run', '--full', '--install-for-all'),
+    ('Ascend-hdk-910b-npu-firmware_7.5.0.3.220.run', '--full'),
+    ('Ascend-cann-toolkit_8.0.0_linux-aarch64.run', '--install', '--install-for-all'),
+    ('Ascend-cann-kernels-910b_8.0.0_linux-aarch64.run', '--install'),
+    ('Ascend-cann-nnal_8.0.0_linux-aarch64.run', '--install'),
+    ('Ascend-docker-runtime_6.0.0_linux-aarch64.run', '--install'),
+]
+
+
+@pytest.mark.skipif(not sys.platform.startswith('linux'), reason='the fake installers are Linux shell scripts')
+@pytest.mark.skipif(shutil.which('makeself') is None, reason='makeself is not installed: the fake .run packages need it')
+@pytest.mark.skipif(shutil.which('dpkg-deb') is None, reason='dpkg-deb is not installed: build_packages.py checks for it')
+def test_facts_of_a_root_the_fake_packages_were_installed_into(tmp_path, warn):
+    out, root, fakebin = tmp_path / 'pkgs', tmp_path / 'root', tmp_path / 'fakebin'
+    build = subprocess.run([sys.executable, os.path.join(SIM_DIR, 'build_packages.py'), '--out', str(out), '--formats', 'run'],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=300, check=False)
+    assert build.returncode == 0, build.stderr
+    assert build.stdout.split() == [name for name, *flags in PACKAGES]
+    # What the driver installer checks under ASCEND_SIM_ROOT: the run user and group, the kernel headers and dkms.
+    make_tree(root, {'/etc/passwd': 'root:x:0:0:root:/root:/bin/bash\nHwHiAiUser:x:1000:1000::/home/HwHiAiUser:/bin/bash\n',
+                     '/etc/group': 'root:x:0:\nHwHiAiUser:x:1000:\n',
+                     '/usr/src/linux-headers-%s/Makefile' % SIM_KERNEL: ''})
+    make_tree(fakebin, {'/dkms': '#!/bin/sh\necho dkms-2.8.7\n'})
+    os.chmod(str(fakebin / 'dkms'), 0o755)
+    env = dict(os.environ, ASCEND_SIM_ROOT=str(root), ASCEND_SIM_KERNEL=SIM_KERNEL, ASCEND_SIM_ARCH='aarch64',
+               PATH=str(fakebin) + os.pathsep + os.environ.get('PATH', '/usr/bin:/bin'), TMPDIR=str(tmp_path))
+    assert env['ASCEND_SIM_ROOT'] not in ('', '/')  # never let an installer loose on this machine's root
+    for name, *flags in PACKAGES:
+        proc = subprocess.run([str(out / name)] + flags + ['--quiet'], env=env, cwd=str(tmp_path), stdin=subprocess.DEVNULL,
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=120, check=False)
+        assert proc.returncode == 0, '%s: %s' % (name, proc.stdout)
+
+    facts = run_module({'root': str(root), 'sysfs_path': sysfs_tree(tmp_path)})['ansible_facts']['ascend']
+
+    assert warnings_of(warn) == []
+    driver = facts['driver']
+    assert (driver['version'], driver['package_version'], driver['inner_version'], driver['compatible_firmware']) == \
+        ('24.1.rc1', '24.1.rc1', 'V100R001C15SPC006B220', [{'min': '7.0.0', 'max': '7.7.99'}])
+    firmware = facts['firmware']
+    assert (firmware['version'], firmware['package_version'], firmware['compatible_drivers']) == \
+        ('7.5.0.3.220', '24.1.rc1', [{'min': '24.1.rc1', 'max': '24.1.rc1.'}, {'min': '24.1.0', 'max': '24.1.0.'}])
+    record = facts['install_record']
+    assert (record['user_name'], record['driver_install_path'], record['driver_install_for_all'], record['firmware_install_type']) == \
+        ('HwHiAiUser', '/usr/local/Ascend', True, 'full')
+    assert facts['cann_install_record']['install_path'] == '/usr/local/Ascend'
+    toolkit = facts['toolkit']
+    assert {key: toolkit[key] for key in ('version', 'version_source', 'inner_version', 'arch', 'path', 'found_via', 'layout',
+                                          'install_info', 'set_env', 'installed_versions')} == {
+        'version': '8.0.0', 'version_source': 'install_info', 'inner_version': 'V100R001C20SPC001B251', 'arch': 'aarch64',
+        'path': '/usr/local/Ascend/ascend-toolkit/8.0.0', 'found_via': '/usr/local/Ascend/ascend-toolkit/latest',
+        'layout': 'ascend-toolkit',
+        'install_info': '/usr/local/Ascend/ascend-toolkit/8.0.0/aarch64-linux/ascend_toolkit_install.info',
+        'set_env': '/usr/local/Ascend/ascend-toolkit/set_env.sh', 'installed_versions': ['8.0.0']}
+    assert {kind: entries[0]['version'] for kind, entries in toolkit['version_cfg']['components']['opp_kernel'].items()} == \
+        {'running': '8.0.0', 'upgrade': '8.0.0', 'installed': '8.0.0'}
+    assert facts['kernels'] == {
+        'version': '8.0.0', 'inner_version': 'V100R001C20SPC001B251', 'source': 'version_info', 'socs': ['ascend910b'],
+        'path': '/usr/local/Ascend/ascend-toolkit/8.0.0/opp/built-in/op_impl/ai_core/tbe/kernel/ascend910b/version.info'}
+    nnal = facts['nnal']
+    assert (nnal['version'], nnal['build_version'], nnal['platform'], nnal['path'], nnal['set_env']) == \
+        ('8.0.0', '8.0.0.B020', 'aarch64', '/usr/local/Ascend/nnal/atb/8.0.0', '/usr/local/Ascend/nnal/atb/set_env.sh')
+    runtime = facts['docker_runtime']
+    assert (runtime['version'], runtime['install_scene'], runtime['injection_mode'], runtime['runtime']) == \
+        ('6.0.0', 'docker', 'legacy', '/usr/local/Ascend/Ascend-Docker-Runtime/ascend-docker-runtime')
+    assert facts['npu_count'] == 8
+    assert facts['hwhiaiuser']['user_in_group'] is True

@@ -1,0 +1,938 @@
+# -*- coding: utf-8 -*-
+
+# Copyright (c) kunpeng_ascend.vllm contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+"""ascend_package's main() against a fake host (run_command mocked, installed files in a temporary root), then
+against the simulator's fake Ascend packages, run for real into a temporary root (ASCEND_SIM_ROOT)."""
+
+from __future__ import annotations
+
+import os
+import platform
+import shutil
+import subprocess
+import sys
+from unittest import mock
+
+import pytest
+
+from ansible.module_utils import basic
+from ansible.module_utils.testing import patch_module_args
+
+from ansible_collections.kunpeng_ascend.vllm.plugins.modules import ascend_package
+from ansible_collections.kunpeng_ascend.vllm.tests.unit.plugins.module_utils.test_ascend_packages import (
+    DRIVER_OK,
+    DRIVER_REBOOT,
+    FIRMWARE_OK,
+    TOOLKIT_DEB_NO_PYTHON,
+    TOOLKIT_OK,
+    load_fixture,
+)
+
+TIMEOUT = '/usr/bin/timeout'
+LOCALE = '/usr/bin/locale'
+DPKG = '/usr/bin/dpkg'
+DPKG_DEB = '/usr/bin/dpkg-deb'
+DPKG_QUERY = '/usr/bin/dpkg-query'
+RPM = '/usr/bin/rpm'
+PREFIX = [TIMEOUT, '--kill-after=5', '1800']
+PARSABLE_LOCALE = {'LANG': 'C.utf8', 'LC_ALL': 'C.utf8', 'LC_MESSAGES': 'C.utf8'}
+CHECK_OK = 'Verifying archive integrity...  100%   SHA256 checksums are OK. All good.\n'
+
+# component: (package file, its version, an older version, the file saying what is installed, its text)
+PACKAGES = {
+    'driver': ('Ascend-hdk-910b-npu-driver_25.0.rc1.1_linux-aarch64.run', '25.0.rc1.1', '24.1.rc3.7',
+               'usr/local/Ascend/driver/version.info', 'Version={}\nascendhal_version=7.35.23\n'),
+    'firmware': ('Ascend-hdk-910-npu-firmware_7.5.0.2.220.run', '7.5.0.2.220', '6.3.0.1.241',
+                 'usr/local/Ascend/firmware/version.info', 'Version={}\nfirmware_version=1.0\n'),
+    'toolkit': ('Ascend-cann-toolkit_8.0.0_linux-aarch64.run', '8.0.0', '8.0.RC3',
+                'usr/local/Ascend/ascend-toolkit/latest/aarch64-linux/ascend_toolkit_install.info',
+                'package_name=Ascend-cann-toolkit\nversion={}\n'),
+    'kernels': ('Ascend-cann-kernels-910b_8.0.0_linux-aarch64.run', '8.0.0', '8.0.RC3',
+                'usr/local/Ascend/ascend-toolkit/latest/version.cfg',
+                '# version: 1.0\nopp_kernel_installed_version=[7.6.0.1.220:{}]\n'),
+    'nnal': ('Ascend-cann-nnal_8.0.0_linux-aarch64.run', '8.0.0', '8.0.T63',
+             'usr/local/Ascend/nnal/atb/latest/version.info', '    Ascend-cann-atb : {}\n    Platform : aarch64\n'),
+    'docker-runtime': ('Ascend-docker-runtime_6.0.0_linux-aarch64.run', '6.0.0', '5.0.RC3',
+                       'usr/local/Ascend/Ascend-Docker-Runtime/version.info', 'Version={}\n'),
+}
+# What each installer prints on success (real captures where there are some).
+INSTALL_OUTPUT = {
+    'driver': load_fixture(DRIVER_OK),
+    'firmware': load_fixture(FIRMWARE_OK),
+    'toolkit': load_fixture(TOOLKIT_OK),
+    'kernels': '[Kernels] [20250101-00:00:00] [INFO] install success\n',
+    'nnal': '[NNAL] [20250101-00:00:00] [INFO] install success\n',
+    'docker-runtime': '[INFO] please reboot daemon and container engine to take effect\n',
+}
+FIRST_INSTALL_FLAGS = {
+    'driver': ['--full', '--quiet', '--nox11', '--install-for-all'],
+    'firmware': ['--full', '--quiet', '--nox11'],
+    'toolkit': ['--install', '--quiet', '--nox11', '--install-for-all'],
+    'kernels': ['--install', '--quiet', '--nox11', '--install-for-all'],
+    'nnal': ['--install', '--quiet', '--nox11', '--install-for-all'],
+    'docker-runtime': ['--install', '--quiet', '--nox11'],
+}
+EULA = ('toolkit', 'kernels', 'nnal', 'docker-runtime')
+
+
+class ExitJson(Exception):
+    pass
+
+
+class FailJson(Exception):
+    pass
+
+
+def exit_json(module, **result):
+    raise ExitJson(result)
+
+
+def fail_json(module, **result):
+    raise FailJson(result)
+
+
+class FakeHost:
+    """What the module sees of the host: a file system under ``root``, tools on PATH and the commands' answers."""
+
+    def __init__(self, root):
+        self.root = str(root)
+        self.packages = os.path.join(self.root, 'srv', 'ascend')
+        os.makedirs(self.packages)
+        self.on_path = {'timeout': TIMEOUT, 'locale': LOCALE, 'dpkg': DPKG, 'dpkg-deb': DPKG_DEB,
+                        'dpkg-query': DPKG_QUERY, 'rpm': RPM}
+        self.answers = {}  # argv after the timeout prefix (a tuple) -> (rc, stdout, stderr), or a function giving it
+        self.run_command = mock.Mock(side_effect=self._run)
+        self.get_bin_path = mock.Mock(side_effect=lambda arg, required=False, opt_dirs=None: self.on_path.get(arg))
+        self.warn = mock.Mock()
+
+    def _run(self, argv, **kwargs):
+        if argv == [LOCALE, '-a']:
+            return 0, 'C\nC.utf8\nPOSIX\nen_US.utf8\n', ''
+        command = tuple(argv[3:] if argv[0] == TIMEOUT else argv)
+        answer = self.answers[command]
+        return answer() if callable(answer) else answer
+
+    def calls(self):
+        return [call for call in self.run_command.call_args_list if call.args[0] != [LOCALE, '-a']]
+
+    def path(self, target_path):
+        return os.path.join(self.root, target_path.lstrip('/'))
+
+    def write(self, target_path, text, mode=0o644):
+        full = self.path(target_path)
+        os.makedirs(os.path.dirname(full), exist_ok=True)
+        with open(full, 'w', encoding='utf-8') as handle:
+            handle.write(text)
+        os.chmod(full, mode)
+        return full
+
+    def package(self, name, mode=0o755):
+        """A package file (never run: run_command is mocked)."""
+        full = os.path.join(self.packages, name)
+        with open(full, 'w', encoding='utf-8') as handle:
+            handle.write('#!/bin/sh\nexit 99\n')
+        os.chmod(full, mode)
+        return full
+
+    def install(self, component, version):
+        _name, _version, _older, version_file, text = PACKAGES[component]
+        self.write(version_file, text.format(version))
+
+    def remove(self, component):
+        os.remove(self.path(PACKAGES[component][3]))
+
+    def installs(self, component, version, stdout, rc=0):
+        """An installer answer that leaves ``version`` installed."""
+        def answer():
+            self.install(component, version)
+            return rc, stdout, ''
+        return answer
+
+    def removes(self, component, stdout=''):
+        def answer():
+            self.remove(component)
+            return 0, stdout, ''
+        return answer
+
+
+@pytest.fixture
+def host(monkeypatch, tmp_path):
+    fake = FakeHost(tmp_path)
+    monkeypatch.setattr(basic.AnsibleModule, 'run_command', fake.run_command)
+    monkeypatch.setattr(basic.AnsibleModule, 'get_bin_path', fake.get_bin_path)
+    monkeypatch.setattr(basic.AnsibleModule, 'warn', fake.warn)
+    monkeypatch.setattr(basic.AnsibleModule, 'exit_json', exit_json)
+    monkeypatch.setattr(basic.AnsibleModule, 'fail_json', fail_json)
+    monkeypatch.setattr(platform, 'machine', lambda: 'aarch64')
+    return fake
+
+
+def run_module(args, outcome=ExitJson):
+    with patch_module_args(args):
+        with pytest.raises(outcome) as raised:
+            ascend_package.main()
+    return raised.value.args[0]
+
+
+def call(*argv, **kwargs):
+    """The run_command call of ``argv`` under the default 1800 s timeout."""
+    return mock.call(PREFIX + list(argv), data=kwargs.get('data'),
+                     environ_update=dict(PARSABLE_LOCALE, **kwargs.get('environ', {})), check_rc=False)
+
+
+def outcome(component, version, before, after, action, reboot=False, command=None, stdout=None):
+    result = {'changed': before != after, 'component': component, 'package_version': version, 'before': before,
+              'after': after, 'action': action, 'reboot_required': reboot,
+              'diff': {'before': {'version': before}, 'after': {'version': after}}}
+    if command is not None:
+        result.update(cmd=PREFIX + command, stdout=stdout, stderr='')
+    return result
+
+
+def without_run(result):
+    return dict((key, value) for key, value in result.items() if key not in ('cmd', 'stdout', 'stderr'))
+
+
+def module_args(host, package_of, **extra):
+    """Arguments for the package of component ``package_of`` (with accept_eula where it is needed)."""
+    args = {'path': host.package(PACKAGES[package_of][0]), 'root': host.root}
+    if package_of in EULA:
+        args['accept_eula'] = True
+    args.update(extra)
+    return args
+
+
+# ---------------------------------------------------------------------------------------------------- .run, each component
+
+@pytest.mark.parametrize('component', sorted(PACKAGES))
+def test_first_install_checks_the_archive_then_installs(host, component):
+    name, version = PACKAGES[component][:2]
+    args = module_args(host, component)
+    path = args['path']
+    data = 'y' if component == 'docker-runtime' else None
+    host.answers[(path, '--check')] = (0, CHECK_OK, '')
+    host.answers[tuple([path] + FIRST_INSTALL_FLAGS[component])] = host.installs(
+        component, version, INSTALL_OUTPUT[component])
+
+    predicted = run_module(dict(args, _ansible_check_mode=True))
+    assert host.calls() == [call(path, '--check')]
+    assert not os.path.exists(host.path(PACKAGES[component][3]))
+
+    result = run_module(args)
+    assert host.calls() == [call(path, '--check')] * 2 + [call(path, *FIRST_INSTALL_FLAGS[component], data=data)]
+    assert result == outcome(component, version, None, version, 'install', reboot=component == 'firmware',
+                             command=[path] + FIRST_INSTALL_FLAGS[component], stdout=INSTALL_OUTPUT[component])
+    assert predicted == without_run(result)
+
+    # idempotent: check mode and real run do nothing, not even --check
+    again = outcome(component, version, version, version, 'none')
+    assert run_module(dict(args, _ansible_check_mode=True)) == again
+    assert run_module(args) == again
+    assert len(host.calls()) == 3
+    host.warn.assert_not_called()
+    assert os.path.basename(path) == name
+
+
+@pytest.mark.parametrize('component', sorted(PACKAGES))
+def test_latest_upgrades_an_older_version(host, component):
+    version, older = PACKAGES[component][1:3]
+    host.install(component, older)
+    args = module_args(host, component, state='latest')
+    path = args['path']
+    data = 'y' if component == 'docker-runtime' else None
+    stdout = load_fixture(DRIVER_REBOOT) if component == 'driver' else INSTALL_OUTPUT[component]
+    host.answers[(path, '--check')] = (0, CHECK_OK, '')
+    host.answers[(path, '--upgrade', '--quiet', '--nox11')] = host.installs(component, version, stdout)
+
+    predicted = run_module(dict(args, _ansible_check_mode=True))
+    result = run_module(args)
+    assert host.calls() == [call(path, '--check')] * 2 + [call(path, '--upgrade', '--quiet', '--nox11', data=data)]
+    assert result == outcome(component, version, older, version, 'upgrade',
+                             reboot=component in ('driver', 'firmware'),
+                             command=[path, '--upgrade', '--quiet', '--nox11'], stdout=stdout)
+    assert predicted == without_run(result)
+    assert run_module(args) == outcome(component, version, version, version, 'none')
+
+
+@pytest.mark.parametrize('component', sorted(PACKAGES))
+def test_present_leaves_another_installed_version_alone(host, component):
+    version, older = PACKAGES[component][1:3]
+    host.install(component, older)
+    assert run_module(module_args(host, component)) == outcome(component, version, older, older, 'none')
+    assert host.calls() == []
+
+
+@pytest.mark.parametrize('component', sorted(PACKAGES))
+def test_absent_uninstalls_with_the_run(host, component):
+    version = PACKAGES[component][1]
+    host.install(component, version)
+    args = module_args(host, component, state='absent', accept_eula=False)
+    path = args['path']
+    stdout = 'Driver package uninstalled successfully! Reboot needed for uninstallation to take effect!\n'
+    host.answers[(path, '--check')] = (0, CHECK_OK, '')
+    host.answers[(path, '--uninstall', '--quiet', '--nox11')] = host.removes(component, stdout)
+
+    predicted = run_module(dict(args, _ansible_check_mode=True))
+    assert os.path.exists(host.path(PACKAGES[component][3]))
+    result = run_module(args)
+    assert host.calls() == [call(path, '--check')] * 2 + [call(path, '--uninstall', '--quiet', '--nox11')]
+    assert result == outcome(component, version, version, None, 'uninstall',
+                             reboot=component in ('driver', 'firmware'),
+                             command=[path, '--uninstall', '--quiet', '--nox11'], stdout=stdout)
+    assert predicted == without_run(result)
+    assert run_module(args) == outcome(component, version, None, None, 'none')
+    assert len(host.calls()) == 3
+
+
+@pytest.mark.parametrize('component', ['driver', 'firmware', 'toolkit', 'docker-runtime'])
+def test_absent_of_another_version_runs_its_own_uninstall_script(host, component):
+    version, older, version_file = PACKAGES[component][1:4]
+    host.install(component, older)
+    script = host.write(os.path.join(os.path.dirname(version_file), 'script', 'uninstall.sh'), '#!/bin/sh\n', 0o755)
+    args = module_args(host, component, state='absent')
+    host.answers[(args['path'], '--check')] = (0, CHECK_OK, '')
+    host.answers[(script,)] = host.removes(component)
+    result = run_module(args)
+    assert host.calls() == [call(args['path'], '--check'), call(script)]
+    assert result == outcome(component, version, older, None, 'uninstall', reboot=component == 'firmware',
+                             command=[script], stdout='')
+
+
+def test_absent_of_another_version_without_a_script_uses_the_run(host):
+    host.install('nnal', '8.0.T63')
+    args = module_args(host, 'nnal', state='absent')
+    host.answers[(args['path'], '--check')] = (0, CHECK_OK, '')
+    host.answers[(args['path'], '--uninstall', '--quiet', '--nox11')] = host.removes('nnal')
+    assert run_module(args)['action'] == 'uninstall'
+    assert host.calls()[-1] == call(args['path'], '--uninstall', '--quiet', '--nox11')
+
+
+# ---------------------------------------------------------------------------------------------------- .run options
+
+def test_driver_install_path_and_user_on_a_first_install(host):
+    args = module_args(host, 'driver', install_path='/data/Ascend', install_username='root', install_usergroup='root',
+                       extra_args=['--install-type=full'])
+    path = args['path']
+    argv = [path, '--full', '--quiet', '--nox11', '--install-for-all', '--install-path=/data/Ascend',
+            '--install-username=root', '--install-usergroup=root', '--install-type=full']
+    host.answers[(path, '--check')] = (0, CHECK_OK, '')
+
+    def install():
+        host.write('/data/Ascend/driver/version.info', 'Version=25.0.rc1.1\n')
+        return 0, INSTALL_OUTPUT['driver'], ''
+    host.answers[tuple(argv)] = install
+    result = run_module(args)
+    assert host.calls() == [call(path, '--check'), call(*argv)]
+    assert result['after'] == '25.0.rc1.1'
+    assert run_module(args)['action'] == 'none'
+
+
+def test_driver_upgrade_keeps_its_recorded_path(host):
+    host.write('/etc/ascend_install.info', 'Driver_Install_Path_Param=/data/Ascend\n')
+    host.write('/data/Ascend/driver/version.info', 'Version=24.1.rc3.7\n')
+    args = module_args(host, 'driver', state='latest', install_path='/data/Ascend', extra_args=['--force'])
+    argv = (args['path'], '--upgrade', '--quiet', '--nox11', '--force')
+    host.answers[(args['path'], '--check')] = (0, CHECK_OK, '')
+
+    def upgrade():
+        host.write('/data/Ascend/driver/version.info', 'Version=25.0.rc1.1\n')
+        return 0, load_fixture(DRIVER_REBOOT), ''
+    host.answers[argv] = upgrade
+    result = run_module(args)
+    assert host.calls()[-1] == call(*argv)
+    assert (result['before'], result['after'], result['reboot_required']) == ('24.1.rc3.7', '25.0.rc1.1', True)
+
+
+@pytest.mark.parametrize('action', ['upgrade', 'absent'])
+def test_toolkit_install_path_on_upgrade_and_removal(host, action):
+    host.write('/etc/Ascend/ascend_cann_install.info', 'Install_Path=/data/cann\n')
+    info = '/data/cann/ascend-toolkit/latest/aarch64-linux/ascend_toolkit_install.info'
+    host.write(info, 'version=%s\n' % ('8.0.RC3' if action == 'upgrade' else '8.0.0'))
+    args = module_args(host, 'toolkit', state='latest' if action == 'upgrade' else 'absent',
+                       install_path='/data/cann')
+    flag = '--upgrade' if action == 'upgrade' else '--uninstall'
+    argv = (args['path'], flag, '--quiet', '--nox11', '--install-path=/data/cann')
+    host.answers[(args['path'], '--check')] = (0, CHECK_OK, '')
+
+    def answer():
+        if action == 'upgrade':
+            host.write(info, 'version=8.0.0\n')
+        else:
+            os.remove(host.path(info))
+        return 0, '', ''
+    host.answers[argv] = answer
+    result = run_module(args)
+    assert host.calls()[-1] == call(*argv)
+    assert result['after'] == ('8.0.0' if action == 'upgrade' else None)
+
+
+def test_docker_runtime_scene_through_extra_args(host):
+    args = module_args(host, 'docker-runtime', extra_args=['--install-scene=containerd'])
+    argv = (args['path'], '--install', '--quiet', '--nox11', '--install-scene=containerd')
+    host.answers[(args['path'], '--check')] = (0, CHECK_OK, '')
+    host.answers[argv] = host.installs('docker-runtime', '6.0.0', INSTALL_OUTPUT['docker-runtime'])
+    assert run_module(args)['action'] == 'install'
+    assert host.calls()[-1] == call(*argv, data='y')
+
+
+def test_install_username_is_ignored_with_a_warning_for_the_firmware(host):
+    args = module_args(host, 'firmware', install_username='root', install_usergroup='root')
+    host.answers[(args['path'], '--check')] = (0, CHECK_OK, '')
+    host.answers[(args['path'], '--full', '--quiet', '--nox11')] = host.installs('firmware', '7.5.0.2.220', '')
+    assert run_module(args)['action'] == 'install'
+    host.warn.assert_called_once_with('install_username and install_usergroup are ignored for the firmware package')
+
+
+def test_install_username_needs_install_usergroup(host):
+    args = module_args(host, 'driver', install_username='root')
+    assert run_module(args, FailJson) == {'msg': 'parameters are required together: install_username, '
+                                                 'install_usergroup'}
+
+
+def test_timeout_option(host):
+    args = module_args(host, 'driver', timeout=0)
+    host.answers[(args['path'], '--check')] = (0, CHECK_OK, '')
+    host.answers[tuple([args['path']] + FIRST_INSTALL_FLAGS['driver'])] = host.installs('driver', '25.0.rc1.1', '')
+    result = run_module(args)
+    assert host.calls()[-1] == mock.call([args['path']] + FIRST_INSTALL_FLAGS['driver'], data=None,
+                                         environ_update=PARSABLE_LOCALE, check_rc=False)
+    assert result['cmd'] == [args['path']] + FIRST_INSTALL_FLAGS['driver']
+
+
+def test_firmware_exit_code_2_counts_as_success(host):
+    args = module_args(host, 'firmware')
+    host.answers[(args['path'], '--check')] = (0, CHECK_OK, '')
+    host.answers[(args['path'], '--full', '--quiet', '--nox11')] = host.installs(
+        'firmware', '7.5.0.2.220', INSTALL_OUTPUT['firmware'], rc=2)
+    result = run_module(args)
+    assert (result['changed'], result['after'], result['reboot_required']) == (True, '7.5.0.2.220', True)
+
+
+def test_component_option_for_a_renamed_run(host):
+    path = host.package('npu-driver_25.0.rc1.1_linux-aarch64.run')
+    host.answers[(path, '--check')] = (0, CHECK_OK, '')
+    host.answers[tuple([path] + FIRST_INSTALL_FLAGS['driver'])] = host.installs('driver', '25.0.rc1.1', '')
+    result = run_module({'path': path, 'root': host.root, 'component': 'driver'})
+    assert (result['component'], result['package_version'], result['action']) == ('driver', '25.0.rc1.1', 'install')
+
+
+def test_component_option_overrides_the_name_with_a_warning(host):
+    args = module_args(host, 'driver', component='firmware')
+    host.install('firmware', '25.0.rc1.1')
+    assert run_module(args)['action'] == 'none'
+    host.warn.assert_called_once_with(
+        'component is firmware, but Ascend-hdk-910b-npu-driver_25.0.rc1.1_linux-aarch64.run is named like a driver '
+        'package: it is handled as firmware')
+
+
+# ---------------------------------------------------------------------------------------------------- refusals
+
+@pytest.mark.parametrize('component', EULA)
+def test_eula_must_be_accepted_before_anything_runs(host, component):
+    args = module_args(host, component, accept_eula=False)
+    for check_mode in (True, False):
+        assert run_module(dict(args, _ansible_check_mode=check_mode), FailJson) == {
+            'msg': 'installing the %s means accepting its End User License Agreement: set accept_eula to true '
+                   '(nothing was run)' % component}
+    assert host.calls() == []
+
+
+def test_no_eula_needed_when_nothing_is_to_be_done(host):
+    host.install('toolkit', '8.0.0')
+    assert run_module(module_args(host, 'toolkit', accept_eula=False))['action'] == 'none'
+
+
+def test_downgrade_is_refused_unless_allowed(host):
+    host.install('driver', '26.0.rc1')
+    args = module_args(host, 'driver', state='latest')
+    assert run_module(args, FailJson) == {
+        'msg': 'the package version 25.0.rc1.1 is older than the installed 26.0.rc1: set allow_downgrade to true '
+               'to downgrade'}
+    assert host.calls() == []
+    host.answers[(args['path'], '--check')] = (0, CHECK_OK, '')
+    host.answers[(args['path'], '--upgrade', '--quiet', '--nox11')] = host.installs('driver', '25.0.rc1.1', '')
+    result = run_module(dict(args, allow_downgrade=True))
+    assert (result['action'], result['before'], result['after']) == ('upgrade', '26.0.rc1', '25.0.rc1.1')
+
+
+def test_a_package_for_another_architecture_is_refused_before_anything_runs(host):
+    path = host.package('Ascend-hdk-910b-npu-driver_25.0.rc1.1_linux-x86-64.run')
+    for check_mode in (True, False):
+        assert run_module({'path': path, '_ansible_check_mode': check_mode}, FailJson) == {
+            'msg': 'Ascend-hdk-910b-npu-driver_25.0.rc1.1_linux-x86-64.run is built for x86_64, but this host is '
+                   'aarch64: use the package built for aarch64'}
+    assert host.calls() == []
+
+
+def test_archive_check_failure_installs_nothing(host):
+    args = module_args(host, 'driver')
+    # what makeself prints (on stderr, without a terminal) for a damaged payload
+    stderr = 'Verifying archive integrity...     0%    65%  100%  Error in SHA256 checksums: 06a6 is different from 0be4\n'
+    host.answers[(args['path'], '--check')] = (2, '', stderr)
+    expected = {
+        'msg': 'Ascend-hdk-910b-npu-driver_25.0.rc1.1_linux-aarch64.run failed its archive check (--check, rc=2), so '
+               'nothing was installed: Verifying archive integrity...     0%    65%  100%  Error in SHA256 checksums: '
+               '06a6 is different from 0be4. Download the package again',
+        'cmd': PREFIX + [args['path'], '--check'], 'rc': 2, 'stdout': '', 'stderr': stderr}
+    assert run_module(dict(args, _ansible_check_mode=True), FailJson) == expected
+    assert run_module(args, FailJson) == expected
+    assert host.calls() == [call(args['path'], '--check')] * 2
+
+
+def test_a_run_that_is_not_executable(host):
+    path = host.package(PACKAGES['driver'][0], mode=0o644)
+    assert run_module({'path': path, 'root': host.root}, FailJson) == {
+        'msg': '%s is not executable: copy it with mode 0755 (or chmod +x it)' % path}
+    assert host.calls() == []
+
+
+def test_unknown_extension(host):
+    path = host.package('Ascend-hdk-910b-npu-driver_25.0.rc1.1_linux-aarch64.zip')
+    assert run_module({'path': path}, FailJson) == {
+        'msg': 'path: %s is not a .run, .deb or .rpm file (the package format is chosen by the file name extension)'
+               % path}
+
+
+def test_path_that_is_not_a_file(host):
+    assert run_module({'path': host.packages}, FailJson) == {
+        'msg': 'path: %s is not a file on the managed host' % host.packages}
+
+
+def test_unknown_run_name(host):
+    path = host.package('driver.run')
+    assert run_module({'path': path}, FailJson) == {
+        'msg': 'cannot tell which Ascend component driver.run is from its name (Huawei names them like '
+               'Ascend-hdk-910b-npu-driver_24.1.rc1_linux-aarch64.run): set the component option'}
+    assert run_module({'path': path, 'component': 'driver'}, FailJson) == {
+        'msg': "cannot read the package version from the file name driver.run: keep Huawei's name, which ends in "
+               "_<version>_linux-<arch>.run (or _<version>.run)"}
+
+
+def test_install_path_is_refused_for_a_deb(host):
+    path = host.package('Ascend-cann-toolkit_8.0.0_linux-aarch64.deb')
+    assert run_module({'path': path, 'install_path': '/data/cann'}, FailJson) == {
+        'msg': 'install_path is only supported for .run packages, not for Ascend-cann-toolkit_8.0.0_linux-aarch64.deb'}
+    assert host.calls() == []
+
+
+# ---------------------------------------------------------------------------------------------------- failures
+
+def test_installer_failure_reports_its_error_lines_and_the_new_log_lines(host):
+    log = host.write('/var/log/ascend_seclog/ascend_install.log',
+                     '[Driver] [2025-07-16 09:00:00] [ERROR]ERR_NO:0x0080;ERR_DES:an older failure\n')
+    args = module_args(host, 'driver')
+    path = args['path']
+    error = '[Driver] [2025-07-17 10:35:21] [ERROR]ERR_NO:0x0091;ERR_DES:HwHiAiUser not exists! Please add HwHiAiUser'
+    stdout = ('[Driver] [2025-07-17 10:35:21] [INFO]Start time: 2025-07-17 10:35:21\n'
+              '[Driver] [2025-07-17 10:35:21] [INFO]LogFile: /var/log/ascend_seclog/ascend_install.log\n' + error + '\n')
+
+    def failing_install():
+        with open(log, 'a', encoding='utf-8') as handle:
+            handle.write(error + '\n[Driver] [2025-07-17 10:35:21] [INFO]End time: 2025-07-17 10:35:21\n')
+        return 1, stdout, ''
+    host.answers[(path, '--check')] = (0, CHECK_OK, '')
+    host.answers[tuple([path] + FIRST_INSTALL_FLAGS['driver'])] = failing_install
+    assert run_module(args, FailJson) == {
+        'msg': 'Installing driver 25.0.rc1.1 from Ascend-hdk-910b-npu-driver_25.0.rc1.1_linux-aarch64.run failed '
+               '(rc=1): [ERROR]ERR_NO:0x0091;ERR_DES:HwHiAiUser not exists! Please add HwHiAiUser. Hint: create the '
+               'run user and group first (HwHiAiUser by default, see the Ascend install guide), or set '
+               'install_username and install_usergroup to existing ones',
+        'cmd': PREFIX + [path] + FIRST_INSTALL_FLAGS['driver'], 'rc': 1, 'stdout': stdout, 'stderr': '',
+        'install_log': [error, '[Driver] [2025-07-17 10:35:21] [INFO]End time: 2025-07-17 10:35:21']}
+
+
+def test_success_without_the_version_file_is_a_failure(host):
+    args = module_args(host, 'nnal', install_path='/data/other')
+    argv = [args['path'], '--install', '--quiet', '--nox11', '--install-for-all', '--install-path=/data/other']
+    host.answers[(args['path'], '--check')] = (0, CHECK_OK, '')
+    host.answers[tuple(argv)] = (0, 'done\n', '')
+    assert run_module(args, FailJson) == {
+        'msg': 'Installing nnal 8.0.0 from Ascend-cann-nnal_8.0.0_linux-aarch64.run reported success, but the '
+               'installed version is unknown (no version file), not 8.0.0 (check install_path and root)',
+        'cmd': PREFIX + argv, 'rc': 0, 'stdout': 'done\n', 'stderr': ''}
+
+
+def test_uninstall_that_leaves_the_component_is_a_failure(host):
+    host.install('firmware', '7.5.0.2.220')
+    args = module_args(host, 'firmware', state='absent')
+    host.answers[(args['path'], '--check')] = (0, CHECK_OK, '')
+    host.answers[(args['path'], '--uninstall', '--quiet', '--nox11')] = (0, '', '')
+    assert run_module(args, FailJson)['msg'] == (
+        'Removing firmware 7.5.0.2.220 with Ascend-hdk-910-npu-firmware_7.5.0.2.220.run reported success, but firmware '
+        '7.5.0.2.220 is still installed')
+
+
+def test_unreadable_version_file(host):
+    host.write(PACKAGES['driver'][3], 'ascendhal_version=7.35.23\n')
+    assert run_module(module_args(host, 'driver'), FailJson) == {
+        'msg': 'cannot read the installed driver version: %s has no usable "Version=" line (check the file, or the '
+               'root and install_path options)' % host.path(PACKAGES['driver'][3])}
+
+
+# ---------------------------------------------------------------------------------------------------- .deb
+
+DEB = 'Ascend-cann-toolkit_8.0.0_linux-aarch64.deb'
+DEB_CONTROL = 'Package: ascend-cann-toolkit\nVersion: 8.0.0\nArchitecture: arm64\n'
+NOT_FOUND = (1, '', 'dpkg-query: no packages found matching ascend-cann-toolkit\n')
+DEBIAN = {'DEBIAN_FRONTEND': 'noninteractive'}
+
+
+class Dpkg:
+    """dpkg's view of ascend-cann-toolkit on the fake host."""
+
+    def __init__(self, host, path, installed=None):
+        self.installed = installed
+        self.query = ('dpkg-query', '-W', '-f=${Status}\t${Version}', 'ascend-cann-toolkit')
+        host.answers[(DPKG_DEB, '-f', path, 'Package', 'Version', 'Architecture')] = (0, DEB_CONTROL, '')
+        host.answers[(DPKG_QUERY,) + self.query[1:]] = self.answer
+
+    def answer(self):
+        if self.installed is None:
+            return NOT_FOUND
+        return 0, 'install ok installed\t%s' % self.installed, ''
+
+    def sets(self, version, stdout=''):
+        def answer():
+            self.installed = version
+            return 0, stdout, ''
+        return answer
+
+
+def deb_reads(path):
+    return [call(DPKG_DEB, '-f', path, 'Package', 'Version', 'Architecture'),
+            call(DPKG_QUERY, '-W', '-f=${Status}\t${Version}', 'ascend-cann-toolkit')]
+
+
+def test_deb_install_check_mode_and_idempotence(host):
+    path = host.package(DEB, 0o644)
+    dpkg = Dpkg(host, path)
+    host.answers[(DPKG, '-i', path)] = dpkg.sets('8.0.0', 'Setting up ascend-cann-toolkit (8.0.0) ...\n')
+    args = {'path': path, 'accept_eula': True}
+    predicted = run_module(dict(args, _ansible_check_mode=True))
+    assert host.calls() == deb_reads(path)
+    result = run_module(args)
+    assert host.calls() == deb_reads(path) * 2 + [call(DPKG, '-i', path, environ=DEBIAN),
+                                                  deb_reads(path)[1]]
+    assert result == outcome('toolkit', '8.0.0', None, '8.0.0', 'install', command=[DPKG, '-i', path],
+                             stdout='Setting up ascend-cann-toolkit (8.0.0) ...\n')
+    assert predicted == without_run(result)
+    assert run_module(args) == outcome('toolkit', '8.0.0', '8.0.0', '8.0.0', 'none')
+
+
+def test_deb_upgrade_with_extra_args_and_removal(host):
+    path = host.package(DEB, 0o644)
+    dpkg = Dpkg(host, path, installed='8.0.RC3')
+    host.answers[(DPKG, '-i', '--force-overwrite', path)] = dpkg.sets('8.0.0')
+    result = run_module({'path': path, 'state': 'latest', 'accept_eula': True, 'extra_args': ['--force-overwrite']})
+    assert host.calls()[2] == call(DPKG, '-i', '--force-overwrite', path, environ=DEBIAN)
+    assert (result['action'], result['before'], result['after']) == ('upgrade', '8.0.RC3', '8.0.0')
+
+    host.answers[(DPKG, '-r', 'ascend-cann-toolkit')] = dpkg.sets(None)
+    predicted = run_module({'path': path, 'state': 'absent', '_ansible_check_mode': True})
+    result = run_module({'path': path, 'state': 'absent'})
+    assert host.calls()[-2] == call(DPKG, '-r', 'ascend-cann-toolkit', environ=DEBIAN)
+    assert result == outcome('toolkit', '8.0.0', '8.0.0', None, 'uninstall', command=[DPKG, '-r', 'ascend-cann-toolkit'],
+                             stdout='')
+    assert predicted == without_run(result)
+
+
+def test_deb_failure_reports_the_maintainer_script_errors(host):
+    path = host.package(DEB, 0o644)
+    Dpkg(host, path)
+    stdout = load_fixture(TOOLKIT_DEB_NO_PYTHON)
+    host.answers[(DPKG, '-i', path)] = (1, stdout, '')
+    result = run_module({'path': path, 'accept_eula': True}, FailJson)
+    assert result['msg'] == (
+        'Installing toolkit 8.0.0 from Ascend-cann-toolkit_8.0.0_linux-aarch64.deb failed (rc=1): [ERROR] There is no '
+        'python3.7,python3.8,python3.9,python3.10,python3.11 in the current environment !; dpkg: error processing '
+        'package ascend-cann-toolkit (--configure):. Hint: install a Python 3 that this CANN release supports, as '
+        'python3 on the PATH')
+    assert result['cmd'] == PREFIX + [DPKG, '-i', path]
+
+
+def test_deb_half_configured_counts_as_not_installed_with_a_warning(host):
+    path = host.package(DEB, 0o644)
+    host.answers[(DPKG_DEB, '-f', path, 'Package', 'Version', 'Architecture')] = (0, DEB_CONTROL, '')
+    host.answers[(DPKG_QUERY, '-W', '-f=${Status}\t${Version}', 'ascend-cann-toolkit')] = (
+        0, 'install ok half-configured\t8.0.0', '')
+    result = run_module({'path': path, 'accept_eula': True, '_ansible_check_mode': True})
+    assert (result['action'], result['before']) == ('install', None)
+    host.warn.assert_called_once_with('dpkg lists ascend-cann-toolkit as half-configured: it counts as not installed')
+
+
+def test_deb_component_from_its_package_name_and_architecture_from_its_control(host):
+    path = host.package('toolkit.deb', 0o644)
+    host.answers[(DPKG_DEB, '-f', path, 'Package', 'Version', 'Architecture')] = (
+        0, 'Package: ascend-cann-toolkit\nVersion: 8.0.0\nArchitecture: amd64\n', '')
+    assert run_module({'path': path, 'accept_eula': True}, FailJson) == {
+        'msg': 'toolkit.deb is built for x86_64, but this host is aarch64: use the package built for aarch64'}
+    assert host.calls() == [call(DPKG_DEB, '-f', path, 'Package', 'Version', 'Architecture')]
+
+
+def test_deb_without_dpkg(host):
+    path = host.package(DEB, 0o644)
+    del host.on_path['dpkg-deb']
+    assert run_module({'path': path}, FailJson) == {
+        'msg': 'dpkg-deb was found not in PATH: install dpkg (needed for .deb packages)'}
+
+
+# ---------------------------------------------------------------------------------------------------- .rpm
+
+RPM_FILE = 'Ascend-hdk-910b-npu-driver_25.0.rc1.1_linux-aarch64.rpm'
+
+
+class Rpmdb:
+    """rpm's view of ascend-hdk-910b-npu-driver on the fake host."""
+
+    def __init__(self, host, path, installed=None):
+        self.installed = installed
+        host.answers[(RPM, '-qp', '--qf', '%{NAME}\\n%{VERSION}\\n%{ARCH}\\n', path)] = (
+            0, 'ascend-hdk-910b-npu-driver\n25.0.rc1.1\naarch64\n', '')
+        host.answers[(RPM, '-q', '--qf', '%{VERSION}\\n', 'ascend-hdk-910b-npu-driver')] = self.answer
+
+    def answer(self):
+        if self.installed is None:
+            return 1, 'package ascend-hdk-910b-npu-driver is not installed\n', ''
+        return 0, self.installed + '\n', ''
+
+    def sets(self, version, stdout=''):
+        def answer():
+            self.installed = version
+            return 0, stdout, ''
+        return answer
+
+
+def rpm_reads(path):
+    return [call(RPM, '-qp', '--qf', '%{NAME}\\n%{VERSION}\\n%{ARCH}\\n', path),
+            call(RPM, '-q', '--qf', '%{VERSION}\\n', 'ascend-hdk-910b-npu-driver')]
+
+
+def test_rpm_install_upgrade_downgrade_and_removal(host):
+    path = host.package(RPM_FILE, 0o644)
+    rpmdb = Rpmdb(host, path)
+    stdout = load_fixture(DRIVER_REBOOT)
+    host.answers[(RPM, '-Uvh', path)] = rpmdb.sets('25.0.rc1.1', stdout)
+    predicted = run_module({'path': path, '_ansible_check_mode': True})
+    assert host.calls() == rpm_reads(path)
+    result = run_module({'path': path})
+    assert host.calls()[2:] == rpm_reads(path) + [call(RPM, '-Uvh', path), rpm_reads(path)[1]]
+    assert result == outcome('driver', '25.0.rc1.1', None, '25.0.rc1.1', 'install', reboot=True,
+                             command=[RPM, '-Uvh', path], stdout=stdout)
+    # a first driver install cannot be known to need a reboot before it ran
+    assert predicted == dict(without_run(result), reboot_required=False)
+    assert run_module({'path': path})['action'] == 'none'
+
+    rpmdb.installed = '24.1.rc3.7'
+    result = run_module({'path': path, 'state': 'latest'})
+    assert (result['action'], result['before'], result['after']) == ('upgrade', '24.1.rc3.7', '25.0.rc1.1')
+    assert host.calls()[-2] == call(RPM, '-Uvh', path)
+
+    rpmdb.installed = '26.0.rc1'
+    host.answers[(RPM, '-Uvh', '--oldpackage', path)] = rpmdb.sets('25.0.rc1.1')
+    result = run_module({'path': path, 'state': 'latest', 'allow_downgrade': True})
+    assert (result['action'], result['before'], result['after']) == ('upgrade', '26.0.rc1', '25.0.rc1.1')
+    assert host.calls()[-2] == call(RPM, '-Uvh', '--oldpackage', path)
+
+    host.answers[(RPM, '-e', 'ascend-hdk-910b-npu-driver')] = rpmdb.sets(None)
+    result = run_module({'path': path, 'state': 'absent'})
+    assert host.calls()[-2] == call(RPM, '-e', 'ascend-hdk-910b-npu-driver')
+    assert (result['action'], result['before'], result['after'], result['changed']) == (
+        'uninstall', '25.0.rc1.1', None, True)
+
+
+def test_rpm_several_installed_versions(host):
+    path = host.package(RPM_FILE, 0o644)
+    Rpmdb(host, path, installed='24.1.rc3.7\n25.0.rc1.1\n24.1.0')
+    result = run_module({'path': path, 'state': 'latest'})
+    assert (result['action'], result['before']) == ('none', '25.0.rc1.1')
+    host.warn.assert_called_once_with('rpm lists ascend-hdk-910b-npu-driver in several versions (24.1.rc3.7, '
+                                      '25.0.rc1.1, 24.1.0): the newest counts')
+
+
+def test_rpm_query_failure(host):
+    path = host.package(RPM_FILE, 0o644)
+    host.answers[(RPM, '-qp', '--qf', '%{NAME}\\n%{VERSION}\\n%{ARCH}\\n', path)] = (
+        1, '', 'error: open of %s failed: Permission denied\n' % path)
+    assert run_module({'path': path}, FailJson) == {
+        'msg': 'rpm -qp %s failed (rc=1): error: open of %s failed: Permission denied' % (RPM_FILE, path),
+        'cmd': PREFIX + [RPM, '-qp', '--qf', '%{NAME}\\n%{VERSION}\\n%{ARCH}\\n', path], 'rc': 1, 'stdout': '',
+        'stderr': 'error: open of %s failed: Permission denied\n' % path}
+
+
+# ---------------------------------------------------------------------------------------------------- the simulator
+# The fake Ascend packages of tests/simulator/build_packages.py, run for real (run_command is NOT mocked) into a
+# temporary root: ASCEND_SIM_ROOT for the installers, the module's root option for reading what they wrote.
+
+REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), os.pardir, os.pardir, os.pardir, os.pardir))
+BUILDER = os.path.join(REPO, 'tests', 'simulator', 'build_packages.py')
+KERNEL = '6.1.0-sim'
+ARCH = 'aarch64' if platform.machine() in ('aarch64', 'arm64') else 'x86_64'
+ARCH_NAME = 'aarch64' if ARCH == 'aarch64' else 'x86-64'
+
+simulator = pytest.mark.skipif(
+    not sys.platform.startswith('linux') or shutil.which('makeself') is None or shutil.which('dpkg-deb') is None,
+    reason='the fake Ascend packages need Linux, makeself and dpkg-deb (apt-get install makeself dpkg)')
+
+
+def build(out, *args):
+    proc = subprocess.run([sys.executable, BUILDER, '--out', str(out), '--arch', ARCH] + list(args),
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=120, check=False)
+    assert proc.returncode == 0, proc.stderr
+    return dict((name.split('_')[0], os.path.join(str(out), name)) for name in proc.stdout.split()
+                if name.endswith('.run'))
+
+
+@pytest.fixture(scope='module')
+def sim_packages(tmp_path_factory):
+    first = build(tmp_path_factory.mktemp('packages'))
+    newer = build(tmp_path_factory.mktemp('newer'), '--only', 'driver,toolkit', '--formats', 'run',
+                  '--driver', '24.1.0', '--cann', '8.0.1')
+    return first, newer
+
+
+@pytest.fixture
+def sim_root(tmp_path, monkeypatch):
+    """A temporary root with HwHiAiUser, kernel headers and a stand-in dkms; the installers are pointed at it."""
+    root = tmp_path / 'root'
+    (root / 'etc').mkdir(parents=True)
+    (root / 'etc' / 'passwd').write_text('root:x:0:0:root:/root:/bin/bash\n'
+                                         'HwHiAiUser:x:1000:1000::/home/HwHiAiUser:/bin/bash\n')
+    (root / 'etc' / 'group').write_text('root:x:0:\nHwHiAiUser:x:1000:\n')
+    (root / 'usr' / 'src' / ('linux-headers-' + KERNEL)).mkdir(parents=True)
+    fakebin = tmp_path / 'fakebin'
+    fakebin.mkdir()
+    (fakebin / 'dkms').write_text('#!/bin/sh\necho dkms-2.8.7\n')
+    (fakebin / 'dkms').chmod(0o755)
+    monkeypatch.setenv('ASCEND_SIM_ROOT', str(root))
+    monkeypatch.setenv('ASCEND_SIM_KERNEL', KERNEL)
+    monkeypatch.setenv('ASCEND_SIM_ARCH', ARCH)
+    monkeypatch.delenv('ASCEND_SIM_DRIVER_REBOOT', raising=False)
+    monkeypatch.setenv('PATH', str(fakebin) + os.pathsep + os.environ.get('PATH', '/usr/bin:/bin'))
+    monkeypatch.setenv('TMPDIR', str(tmp_path))
+    monkeypatch.setattr(basic.AnsibleModule, 'exit_json', exit_json)
+    monkeypatch.setattr(basic.AnsibleModule, 'fail_json', fail_json)
+    monkeypatch.setattr(basic.AnsibleModule, 'warn', mock.Mock())
+    # Never let an installer loose on this machine's root.
+    assert os.environ['ASCEND_SIM_ROOT'] not in ('', '/')
+    return root
+
+
+def sim_run(args, outcome_class=ExitJson):
+    assert os.environ.get('ASCEND_SIM_ROOT') not in (None, '', '/')
+    return run_module(args, outcome_class)
+
+
+def four_runs(args, changes):
+    """Check mode, real run, idempotent check mode, idempotent real run; check mode predicts the real run."""
+    predicted = sim_run(dict(args, _ansible_check_mode=True))
+    result = sim_run(args)
+    assert predicted == without_run(result)
+    assert result['changed'] is changes
+    again = sim_run(dict(args, _ansible_check_mode=True))
+    assert again['changed'] is False and again['action'] == 'none'
+    assert sim_run(args) == again
+    return result
+
+
+def sim_cmd(result):
+    """The installer command of a real run, after the coreutils timeout prefix (wherever timeout is)."""
+    assert os.path.basename(result['cmd'][0]) == 'timeout' and result['cmd'][1:3] == ['--kill-after=5', '1800']
+    return result['cmd'][3:]
+
+
+def read_version(path, key='Version'):
+    with open(str(path), encoding='utf-8') as handle:
+        return dict(line.strip().split('=', 1) for line in handle if '=' in line)[key]
+
+
+@simulator
+def test_sim_driver_install_upgrade_and_uninstall(sim_packages, sim_root):
+    first, newer = sim_packages
+    driver, newer_driver = first['Ascend-hdk-910b-npu-driver'], newer['Ascend-hdk-910b-npu-driver']
+    version_info = sim_root / 'usr' / 'local' / 'Ascend' / 'driver' / 'version.info'
+
+    predicted = sim_run({'path': driver, 'root': str(sim_root), '_ansible_check_mode': True})
+    assert predicted == outcome('driver', '24.1.rc1', None, '24.1.rc1', 'install')
+    assert not version_info.exists()
+    result = four_runs({'path': driver, 'root': str(sim_root)}, True)
+    assert sim_cmd(result) == [driver, '--full', '--quiet', '--nox11', '--install-for-all']
+    assert 'Driver package installed successfully! The new version takes effect immediately.' in result['stdout']
+    assert read_version(version_info) == '24.1.rc1'
+
+    result = four_runs({'path': newer_driver, 'root': str(sim_root), 'state': 'latest'}, True)
+    assert without_run(result) == outcome('driver', '24.1.0', '24.1.rc1', '24.1.0', 'upgrade', reboot=True)
+    assert sim_cmd(result) == [newer_driver, '--upgrade', '--quiet', '--nox11']
+    assert read_version(version_info) == '24.1.0'
+
+    # the older package file removes the newer driver with the driver's own uninstall.sh
+    result = four_runs({'path': driver, 'root': str(sim_root), 'state': 'absent'}, True)
+    assert without_run(result) == outcome('driver', '24.1.rc1', '24.1.0', None, 'uninstall', reboot=True)
+    assert sim_cmd(result) == [str(sim_root / 'usr' / 'local' / 'Ascend' / 'driver' / 'script' / 'uninstall.sh')]
+    assert not version_info.exists()
+
+
+@simulator
+def test_sim_whole_stack_install_upgrade_and_removal(sim_packages, sim_root):
+    first, newer = sim_packages
+    stack = [('driver', 'Ascend-hdk-910b-npu-driver', '24.1.rc1'),
+             ('firmware', 'Ascend-hdk-910b-npu-firmware', '7.5.0.3.220'),
+             ('toolkit', 'Ascend-cann-toolkit', '8.0.0'),
+             ('kernels', 'Ascend-cann-kernels-910b', '8.0.0'),
+             ('nnal', 'Ascend-cann-nnal', '8.0.0'),
+             ('docker-runtime', 'Ascend-docker-runtime', '6.0.0')]
+    for component, stem, version in stack:
+        args = {'path': first[stem], 'root': str(sim_root), 'accept_eula': True}
+        result = four_runs(args, True)
+        assert without_run(result) == outcome(component, version, None, version, 'install',
+                                              reboot=component == 'firmware'), result['stdout']
+    daemon = (sim_root / 'etc' / 'docker' / 'daemon.json').read_text()
+    assert '/usr/local/Ascend/Ascend-Docker-Runtime/ascend-docker-runtime' in daemon
+
+    # a newer toolkit replaces the old version directory, and the kernels installed in it with it
+    result = four_runs({'path': newer['Ascend-cann-toolkit'], 'root': str(sim_root), 'state': 'latest',
+                        'accept_eula': True}, True)
+    assert without_run(result) == outcome('toolkit', '8.0.1', '8.0.0', '8.0.1', 'upgrade')
+    assert sim_run({'path': first['Ascend-cann-kernels-910b'], 'root': str(sim_root),
+                    '_ansible_check_mode': True, 'accept_eula': True})['before'] is None
+
+    for component, stem, version in reversed(stack):
+        if component == 'kernels':
+            continue
+        args = {'path': first[stem], 'root': str(sim_root), 'state': 'absent'}
+        result = four_runs(args, True)
+        assert result['action'] == 'uninstall' and result['after'] is None, result
+    ascend = sim_root / 'usr' / 'local' / 'Ascend'
+    assert sorted(os.listdir(str(ascend))) == []
+
+
+@simulator
+def test_sim_failure_reports_the_installer_error_and_its_log(sim_packages, sim_root):
+    first = sim_packages[0]
+    driver = first['Ascend-hdk-910b-npu-driver']
+    (sim_root / 'etc' / 'passwd').write_text('root:x:0:0:root:/root:/bin/bash\n')
+    result = sim_run({'path': driver, 'root': str(sim_root)}, FailJson)
+    assert result['msg'] == (
+        'Installing driver 24.1.rc1 from Ascend-hdk-910b-npu-driver_24.1.rc1_linux-%s.run failed (rc=1): '
+        '[ERROR]ERR_NO:0x0091;ERR_DES:HwHiAiUser not exists! Please add HwHiAiUser. Hint: create the run user and '
+        'group first (HwHiAiUser by default, see the Ascend install guide), or set install_username and '
+        'install_usergroup to existing ones' % ARCH_NAME)
+    assert result['rc'] == 1
+    assert any(line.endswith('[ERROR]ERR_NO:0x0091;ERR_DES:HwHiAiUser not exists! Please add HwHiAiUser')
+               for line in result['install_log'])
+    assert not (sim_root / 'usr' / 'local' / 'Ascend' / 'driver').exists()
+
+
+@simulator
+def test_sim_corrupted_archive_fails_its_check(tmp_path, sim_root):
+    driver = build(tmp_path / 'corrupted', '--only', 'driver', '--formats', 'run', '--corrupt', 'npu-driver')
+    driver = driver['Ascend-hdk-910b-npu-driver']
+    for check_mode in (True, False):
+        result = sim_run({'path': driver, 'root': str(sim_root), '_ansible_check_mode': check_mode}, FailJson)
+        assert result['msg'].startswith('Ascend-hdk-910b-npu-driver_24.1.rc1_linux-%s.run failed its archive check '
+                                        '(--check, rc=2), so nothing was installed: ' % ARCH_NAME)
+        assert 'Error in SHA256 checksums' in result['msg']
+        assert sim_cmd(result) == [driver, '--check']
+    assert not (sim_root / 'usr').joinpath('local').exists()

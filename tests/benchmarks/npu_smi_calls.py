@@ -74,13 +74,13 @@ def run_module(env, root, module, args):
         args.update(root=root)
     before = npu_smi_calls(env)
     start = time.perf_counter()
-    result = subprocess.run(
-        ['ansible', 'localhost', '-c', 'local', '-e', 'ansible_python_interpreter=' + sys.executable,
-         '-m', 'kunpeng_ascend.vllm.' + module, '-a', json.dumps(args), '-o'],
-        env=env, capture_output=True, text=True, check=False)
+    argv = ['ansible', 'localhost', '-c', 'local', '-e', 'ansible_python_interpreter=' + sys.executable,
+            '-m', 'kunpeng_ascend.vllm.' + module]
+    if args:
+        argv += ['-a', json.dumps(args)]
+    result = subprocess.run(argv, env=env, capture_output=True, text=True, check=False)
     seconds = time.perf_counter() - start
-    ok = ' | SUCCESS' in result.stdout or ' | CHANGED' in result.stdout
-    return npu_smi_calls(env) - before, seconds, ok, result.stdout + result.stderr
+    return npu_smi_calls(env) - before, seconds, result.returncode == 0, result.stdout + result.stderr
 
 
 def main():

@@ -23,8 +23,12 @@ Two layers, kept apart so that the parsers are tested on text:
 from __future__ import annotations
 
 import errno
+import grp
 import os
+import pwd
 import re
+
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._version import version_sort_key
 
 # PCI ids (sysfs bus/pci/devices/*/{vendor,device,class}).
 HUAWEI_VENDOR_ID = 0x19e5
@@ -58,7 +62,6 @@ _VERSION_CFG_KEY = re.compile(r'^(?P<component>.+)_(?P<kind>running|upgrade|inst
 _VERSION_CFG_HEADER = re.compile(r'^#\s*version\s*:\s*(?P<version>\S+)\s*$')
 _CPU_RANGE = re.compile(r'^(?P<first>\d+)(?:-(?P<last>\d+))?$')
 _HEX = re.compile(r'^0[xX][0-9a-fA-F]+$')
-_VERSION_CHUNK = re.compile(r'\d+|[A-Za-z]+')
 
 
 def _ignore(message):
@@ -167,10 +170,10 @@ def _range_list(values, key, warn):
     return [{'min': group[0], 'max': group[1]} for group in groups]
 
 
-def _require(values, key, warn):
+def _require(values, key, warn, separator='='):
     value = values.get(key)
     if not value:
-        warn('%s: no %s= line, the version is returned as null' % (values.source, key))
+        warn('%s: no %s%s line, the version is returned as null' % (values.source, key, separator))
     return value or None
 
 
@@ -277,7 +280,7 @@ def parse_nnal_version_info(text, source, warn=None):
     warn = warn or _ignore
     values = parse_key_values(text, source, warn, separator=':')
     return {
-        'version': _require(values, 'Ascend-cann-atb', warn),
+        'version': _require(values, 'Ascend-cann-atb', warn, ':'),
         'build_version': values.get('Ascend-cann-atb Version'),
         'platform': values.get('Platform'),
         'branch': values.get('branch'),
@@ -378,12 +381,6 @@ def parse_numa_node(text):
 def chip_family(device_id):
     """Chip family of an Ascend PCI device id (``0xd802`` -> ``910B``), ``unknown`` for an id not in the table."""
     return CHIP_FAMILIES.get(device_id, UNKNOWN_CHIP_FAMILY)
-
-
-def version_sort_key(name):
-    """Sort key close to ``sort -V`` for version directory names: numbers numerically, ``RC``/``T`` builds
-    before the release (``8.0.RC1`` < ``8.0.0`` < ``8.0.1`` < ``8.5.0``)."""
-    return [(1, int(chunk), '') if chunk.isdigit() else (0, 0, chunk.lower()) for chunk in _VERSION_CHUNK.findall(name)]
 
 
 def parse_passwd_entry(text, name, source, warn=None):
@@ -557,22 +554,28 @@ def _read_hdk_component(fs, name, bases, parser, warn):
     return None
 
 
-def read_driver(fs, install_record=None, warn=None):
-    """The NPU driver: ``<Driver_Install_Path_Param or /usr/local/Ascend>/driver/version.info``."""
+def read_driver(fs, install_record=None, warn=None, install_path=None):
+    """The NPU driver: ``<Driver_Install_Path_Param or /usr/local/Ascend>/driver/version.info`` (only
+    ``<install_path>/driver/version.info`` when ``install_path`` is given)."""
     record = install_record or {}
-    return _read_hdk_component(fs, 'driver', [record.get('driver_install_path'), DEFAULT_ASCEND_PATH],
-                               parse_driver_version_info, warn or _ignore)
+    bases = [install_path] if install_path else [record.get('driver_install_path'), DEFAULT_ASCEND_PATH]
+    return _read_hdk_component(fs, 'driver', bases, parse_driver_version_info, warn or _ignore)
 
 
-def read_firmware(fs, install_record=None, warn=None):
-    """The NPU firmware: ``<Firmware_Install_Path_Param or the driver's or /usr/local/Ascend>/firmware/version.info``."""
+def read_firmware(fs, install_record=None, warn=None, install_path=None):
+    """The NPU firmware: ``<Firmware_Install_Path_Param or the driver's or /usr/local/Ascend>/firmware/version.info``
+    (only ``<install_path>/firmware/version.info`` when ``install_path`` is given)."""
     record = install_record or {}
-    bases = [record.get('firmware_install_path'), record.get('driver_install_path'), DEFAULT_ASCEND_PATH]
+    bases = [install_path] if install_path else [record.get('firmware_install_path'),
+                                                 record.get('driver_install_path'), DEFAULT_ASCEND_PATH]
     return _read_hdk_component(fs, 'firmware', bases, parse_firmware_version_info, warn or _ignore)
 
 
-def cann_bases(cann_record=None):
-    """Directories CANN may be installed in: the recorded ``Install_Path``, then ``/usr/local/Ascend``."""
+def cann_bases(cann_record=None, install_path=None):
+    """Directories CANN may be installed in: ``install_path`` alone when given, else the recorded
+    ``Install_Path``, then ``/usr/local/Ascend``."""
+    if install_path:
+        return [install_path]
     return _unique([(cann_record or {}).get('install_path'), DEFAULT_ASCEND_PATH])
 
 
@@ -588,13 +591,14 @@ def _version_dirs(fs, directory, prefix=''):
     return sorted(names, key=version_sort_key, reverse=True)
 
 
-def toolkit_candidates(fs, cann_record=None):
+def toolkit_candidates(fs, cann_record=None, install_path=None):
     """Where a CANN toolkit may be, in order: the recorded ``Toolkit_InstallPath`` (CANN 8.5+), then in each
-    base ``ascend-toolkit/latest``, ``cann`` (CANN 8.5+ link), and the version directories
-    ``cann-<version>`` and ``ascend-toolkit/<version>``, newest first."""
+    base (see :func:`cann_bases`) ``ascend-toolkit/latest``, ``cann`` (CANN 8.5+ link), and the version
+    directories ``cann-<version>`` and ``ascend-toolkit/<version>``, newest first. With ``install_path``, only
+    the directories under it."""
     record = cann_record or {}
-    candidates = [record.get('toolkit_install_path')]
-    for base in cann_bases(record):
+    candidates = [None if install_path else record.get('toolkit_install_path')]
+    for base in cann_bases(record, install_path):
         candidates += [_join(base, 'ascend-toolkit/latest'), _join(base, 'cann')]
         candidates += [_join(base, 'cann-' + version) for version in _version_dirs(fs, base, 'cann-')]
         toolkit_dir = _join(base, 'ascend-toolkit')
@@ -602,25 +606,28 @@ def toolkit_candidates(fs, cann_record=None):
     return _unique(candidates)
 
 
-def _toolkit_install_info(fs, path):
-    """``<path>/<arch>-linux/ascend_toolkit_install.info`` (the first arch directory that has one), or None."""
+def _toolkit_install_info(fs, path, arch=None):
+    """``<path>/<arch>-linux/ascend_toolkit_install.info`` (the first arch directory that has one, or only
+    ``arch``'s when given), or None."""
     for entry in fs.listdir(path):
-        if entry.endswith('-linux'):
+        wanted = entry == arch + '-linux' if arch else entry.endswith('-linux')
+        if wanted:
             info = _join(path, entry, 'ascend_toolkit_install.info')
             if fs.is_file(info):
                 return info
     return None
 
 
-def read_toolkit(fs, cann_record=None, warn=None):
+def read_toolkit(fs, cann_record=None, warn=None, arch=None, install_path=None):
     """The CANN toolkit, found rather than assumed: the first candidate of :func:`toolkit_candidates` that
-    holds an ``<arch>-linux/ascend_toolkit_install.info`` or a ``version.cfg``; None when none does."""
+    holds an ``<arch>-linux/ascend_toolkit_install.info`` (of ``arch`` when given) or a ``version.cfg``; None
+    when none does."""
     warn = warn or _ignore
-    for candidate in toolkit_candidates(fs, cann_record):
+    for candidate in toolkit_candidates(fs, cann_record, install_path):
         path = fs.resolve(candidate)
         if not path or not fs.is_dir(path):
             continue
-        install_info = _toolkit_install_info(fs, path)
+        install_info = _toolkit_install_info(fs, path, arch)
         version_cfg_path = _join(path, 'version.cfg')
         if not install_info and not fs.is_file(version_cfg_path):
             continue
@@ -665,9 +672,10 @@ def _toolkit_facts(fs, candidate, path, install_info, version_cfg_path, warn):
 KERNELS_DIR = 'opp/built-in/op_impl/ai_core/tbe/kernel'
 
 
-def read_kernels(fs, toolkit, warn=None):
+def read_kernels(fs, toolkit, warn=None, chip=None):
     """The CANN kernels (ops) package of a toolkit: ``<toolkit>/opp/built-in/op_impl/ai_core/tbe/kernel/<soc>/
-    version.info`` files, else the ``opp_kernel`` component of the toolkit's version.cfg; None when neither."""
+    version.info`` files (``ascend<chip>`` first when ``chip`` is given, else the first by name), else the
+    ``opp_kernel`` lines of the toolkit's version.cfg (version null when none can be read); None when neither."""
     warn = warn or _ignore
     if not toolkit:
         return None
@@ -680,7 +688,8 @@ def read_kernels(fs, toolkit, warn=None):
             if facts is not None:
                 found.append((version_info, entry, facts))
     if found:
-        version_info, entry, facts = found[0]
+        preferred = [item for item in found if chip and item[1].lower() == 'ascend' + chip.lower()]
+        version_info, entry, facts = (preferred or found)[0]
         return {
             'version': facts['version'],
             'inner_version': facts['inner_version'],
@@ -688,17 +697,20 @@ def read_kernels(fs, toolkit, warn=None):
             'path': version_info,
             'socs': [kernel['soc'] or name for unused_path, name, kernel in found],
         }
-    version, inner_version = version_cfg_version(toolkit.get('version_cfg'), 'opp_kernel')
-    if version:
+    version_cfg = toolkit.get('version_cfg')
+    if version_cfg and 'opp_kernel' in version_cfg['components']:
+        # A line that cannot be read was reported by parse_version_cfg; the version is then null.
+        version, inner_version = version_cfg_version(version_cfg, 'opp_kernel')
         return {'version': version, 'inner_version': inner_version, 'source': 'version_cfg',
-                'path': toolkit['version_cfg']['path'], 'socs': None}
+                'path': version_cfg['path'], 'socs': None}
     return None
 
 
-def read_nnal(fs, cann_record=None, warn=None):
-    """NNAL (ATB): ``<base>/nnal/atb/latest/version.info``, else the newest ``<base>/nnal/atb/<version>``."""
+def read_nnal(fs, cann_record=None, warn=None, install_path=None):
+    """NNAL (ATB): ``<base>/nnal/atb/latest/version.info``, else the newest ``<base>/nnal/atb/<version>``, in the
+    bases of :func:`cann_bases`."""
     warn = warn or _ignore
-    for base in cann_bases(cann_record):
+    for base in cann_bases(cann_record, install_path):
         atb = _join(base, 'nnal/atb')
         versions = _version_dirs(fs, atb)
         for candidate in [_join(atb, 'latest')] + [_join(atb, version) for version in versions]:
@@ -715,25 +727,76 @@ def read_nnal(fs, cann_record=None, warn=None):
     return None
 
 
-def read_docker_runtime(fs, warn=None):
-    """The Ascend Docker Runtime: ``/usr/local/Ascend/Ascend-Docker-Runtime/ascend_docker_runtime_install.info``
-    (``version=v6.0.0``), else its ``version.info`` (``Version=``); None when the directory has neither."""
-    warn = warn or _ignore
-    path = _join(DEFAULT_ASCEND_PATH, 'Ascend-Docker-Runtime')
+def _docker_runtime(fs, warn, install_path=None, version_info_first=False):
+    """``(facts, version file)`` of the Ascend Docker Runtime (see :func:`read_docker_runtime`); ``(None, None)``
+    when it is not installed. ``version_info_first``: the version of ``version.info`` wins over the install
+    record's when both are there (as ascend_package has it; the facts keep the record's)."""
+    path = _join(install_path or DEFAULT_ASCEND_PATH, 'Ascend-Docker-Runtime')
     install_info = _join(path, 'ascend_docker_runtime_install.info')
     version_info = _join(path, 'version.info')
-    facts = None
-    if fs.is_file(install_info):
-        facts = _read_parsed(fs, install_info, parse_docker_runtime_install_info, warn)
-    if facts is None and fs.is_file(version_info):
+    facts = _read_parsed(fs, install_info, parse_docker_runtime_install_info, warn) if fs.is_file(install_info) else None
+    version_file = install_info
+    if (facts is None or version_info_first) and fs.is_file(version_info):
         values = parse_key_values(fs.read(version_info, warn) or '', fs.host_path(version_info), warn)
-        facts = {'version': _require(values, 'Version', warn), 'install_path': None, 'install_scene': None,
-                 'injection_mode': None, 'values': values.values}
-        install_info = None
+        if facts is None:
+            facts = {'install_path': None, 'install_scene': None, 'injection_mode': None, 'values': values.values}
+            install_info = None
+        facts = dict(facts, version=_require(values, 'Version', warn))
+        version_file = version_info
     if facts is None:
-        return None
+        return None, None
     runtime = _join(path, 'ascend-docker-runtime')
-    return dict(facts, path=path, install_info=install_info, runtime=runtime if fs.is_file(runtime) else None)
+    facts = dict(facts, path=path, install_info=install_info, runtime=runtime if fs.is_file(runtime) else None)
+    return facts, version_file
+
+
+def read_docker_runtime(fs, warn=None, install_path=None):
+    """The Ascend Docker Runtime in ``<install_path or /usr/local/Ascend>/Ascend-Docker-Runtime``: its install
+    record ``ascend_docker_runtime_install.info`` (``version=v6.0.0``), else its ``version.info`` (``Version=``);
+    None when the directory has neither."""
+    return _docker_runtime(fs, warn or _ignore, install_path)[0]
+
+
+def read_installed(fs, component, install_path=None, arch=None, chip=None, warn=None):
+    """One installed Ascend component as the ascend_package module sees it: ``component`` is driver, firmware,
+    toolkit, kernels, nnal or docker-runtime, read by the ``read_*`` reader of the facts, only under
+    ``install_path`` when it is given; ``arch`` limits the toolkit to ``<arch>-linux``, ``chip`` prefers the
+    kernels of ``ascend<chip>``.
+
+    :returns: None when the component is not installed, else the reader's facts plus ``version_file`` (the file
+        its version is read from, as the system sees it) and ``version_line`` (how the line that says it starts,
+        ``Version=``); ``version`` is None when that file has no usable such line.
+    """
+    warn = warn or _ignore
+    if component in ('driver', 'firmware'):
+        reader = read_driver if component == 'driver' else read_firmware
+        facts = reader(fs, read_install_record(fs, warn), warn, install_path)
+        return dict(facts, version_file=facts['version_info'], version_line='Version=') if facts else None
+    if component == 'docker-runtime':
+        facts, version_file = _docker_runtime(fs, warn, install_path, version_info_first=True)
+        if not facts:
+            return None
+        line = 'Version=' if version_file.endswith('/version.info') else 'version='
+        return dict(facts, version_file=version_file, version_line=line)
+    cann_record = read_cann_install_record(fs, warn)
+    if component == 'nnal':
+        facts = read_nnal(fs, cann_record, warn, install_path)
+        return dict(facts, version_file=facts['version_info'], version_line='Ascend-cann-atb:') if facts else None
+    if component == 'toolkit':
+        facts = read_toolkit(fs, cann_record, warn, arch, install_path)
+        if not facts or not (facts['install_info'] or facts['version']):
+            return None  # a version.cfg of other components only
+        if facts['install_info']:
+            return dict(facts, version_file=facts['install_info'], version_line='version=')
+        return dict(facts, version_file=facts['version_cfg']['path'], version_line='toolkit_installed_version=')
+    if component == 'kernels':
+        facts = read_kernels(fs, read_toolkit(fs, cann_record, warn, install_path=install_path), warn, chip)
+        if not facts:
+            return None
+        line = 'Version=' if facts['source'] == 'version_info' else 'opp_kernel_installed_version='
+        return dict(facts, version_file=facts['path'], version_line=line)
+    raise ValueError('%r is not an Ascend component (driver, firmware, toolkit, kernels, nnal, docker-runtime)'
+                     % (component,))
 
 
 def _read_sysfs_value(sysfs, path, parser, warn):
@@ -833,3 +896,21 @@ def gather_ascend_facts(fs, sysfs, warn=None, user_db=None):
         'npu_count': len(devices),
         'hwhiaiuser': read_npu_account(fs, warn, user_db),
     }
+
+
+def system_user(name):
+    """The account ``name`` from the system's user database (None when absent), as the facts report it."""
+    try:
+        entry = pwd.getpwnam(name)
+    except KeyError:
+        return None
+    return {'name': entry.pw_name, 'uid': entry.pw_uid, 'gid': entry.pw_gid, 'home': entry.pw_dir, 'shell': entry.pw_shell}
+
+
+def system_group(name):
+    """The group ``name`` from the system's group database (None when absent), as the facts report it."""
+    try:
+        entry = grp.getgrnam(name)
+    except KeyError:
+        return None
+    return {'name': entry.gr_name, 'gid': entry.gr_gid, 'members': list(entry.gr_mem)}

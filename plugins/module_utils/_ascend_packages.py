@@ -8,23 +8,27 @@
 
 Huawei Ascend packages (``.run``, ``.deb``, ``.rpm``) for the ascend_package module: what a package file is
 (component, version, architecture, from Huawei's file names or the package's control data), which version of a
-component is installed (from the files the Ascend installers write, or from dpkg/rpm), how Ascend version strings
-compare, the command lines that install, upgrade and remove a package (one backend class per format), and what an
-installer's output and log say when it fails. Nothing here touches AnsibleModule: commands run through the
-CommandRunner the backends are given, and problems are raised as PackageError.
+component is installed (from the files the Ascend installers write, read by ``_ascend_files`` as for the facts, or
+from dpkg/rpm), what to do about it (versions compare by ``_version``), the command lines that install, upgrade
+and remove a package (one backend class per format), and what an installer's output and log say when it fails.
+Nothing here touches AnsibleModule: commands run through the CommandRunner the backends are given, and problems are
+raised as PackageError.
 """
 
 from __future__ import annotations
 
-import glob
 import os
 import platform
 import re
 
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._ascend_files import (
+    RootFS,
+    parse_key_values,
+    read_installed,
+)
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._version import compare_ascend_versions
+
 COMPONENTS = ('driver', 'firmware', 'toolkit', 'kernels', 'nnal', 'docker-runtime')
-DEFAULT_INSTALL_PATH = '/usr/local/Ascend'
-INSTALL_INFO = '/etc/ascend_install.info'
-CANN_INSTALL_INFO = '/etc/Ascend/ascend_cann_install.info'
 # The Ascend installers log here; the CANN toolkit also (or only, on some releases) in its own file.
 INSTALL_LOGS = ('/var/log/ascend_seclog/ascend_install.log', '/var/log/ascend_seclog/ascend_toolkit_install.log')
 
@@ -96,41 +100,13 @@ class PackageError(Exception):
 
 # ---------------------------------------------------------------------------------------------------- versions
 
-def version_key(version):
-    """The sort key of an Ascend version string, or None when it has a part this module does not know.
-
-    The string is split at ``.``, ``-``, ``_`` and ``+`` (case-insensitive, a leading ``v`` dropped). A part is a
-    number, ``rcN`` (release candidate), ``tN``, ``alphaN`` or ``betaN`` (test builds) or ``bN`` (a build of the
-    version before it). At one position: test build < release candidate < number < build; numbers compare
-    numerically. Missing trailing parts count as ``0``, so 24.1.rc3 < 24.1.rc3.7 < 24.1 == 24.1.0 < 24.1.0.1.
-    """
-    text = version.strip().lower()
-    if text.startswith('v') and text[1:2].isdigit():
-        text = text[1:]
-    if not text:
-        return None
-    key = []
-    for part in re.split(r'[._+-]', text):
-        match = re.match(r'^(alpha|beta|t|rc|b)?(\d+)$', part)
-        if not match:
-            return None
-        rank = {'alpha': 0, 'beta': 0, 't': 0, 'rc': 1, None: 2, 'b': 3}[match.group(1)]
-        key.append((rank, int(match.group(2))))
-    return key
-
-
-def compare_versions(left, right):
-    """-1, 0 or 1 as ``left`` is older than, the same as or newer than ``right``; None when that cannot be told.
-
-    Versions that do not parse (see version_key) are only ever equal, ignoring case, or of unknown order.
-    """
-    left_key, right_key = version_key(left), version_key(right)
-    if left_key is None or right_key is None:
+def version_order(left, right):
+    """-1, 0 or 1 as ``left`` is older than, the same as or newer than ``right`` (``_version``'s order); None when
+    that cannot be told: a text that is not a version (``8.0.SPC1``) is only equal to itself, ignoring case."""
+    try:
+        return compare_ascend_versions(left, right)
+    except ValueError:
         return 0 if left.strip().lower() == right.strip().lower() else None
-    length = max(len(left_key), len(right_key))
-    left_key = left_key + [(2, 0)] * (length - len(left_key))
-    right_key = right_key + [(2, 0)] * (length - len(right_key))
-    return (left_key > right_key) - (left_key < right_key)
 
 
 def plan_action(state, package_version, installed_version, allow_downgrade=False):
@@ -141,7 +117,7 @@ def plan_action(state, package_version, installed_version, allow_downgrade=False
         return 'install'
     if state == 'present':
         return 'none'
-    order = compare_versions(package_version, installed_version)
+    order = version_order(package_version, installed_version)
     if order == 0:
         return 'none'
     if order == 1 or allow_downgrade:
@@ -196,142 +172,49 @@ def component_of_package_name(name):
 
 # ---------------------------------------------------------------------------------------------------- files
 
-def parse_key_value_text(text, separator='='):
-    """``key<separator>value`` lines (surrounding blanks ignored, the first of a key wins) as a dict."""
-    values = {}
-    for line in text.splitlines():
-        key, found, value = line.strip().partition(separator)
-        if found and key.strip() and key.strip() not in values:
-            values[key.strip()] = value.strip()
-    return values
-
-
-def parse_version_cfg_entry(value):
-    """The outer (release) version of a version.cfg value ``[<inner>:<outer>]``; None when not of that form."""
-    match = re.match(r'^\[[^:\]]*:([^\]]+)\]$', value.strip())
-    return match.group(1).strip() if match else None
-
-
-def rooted(root, path):
-    """``path`` (absolute, as seen on the target) under the file system prefix ``root``."""
-    return os.path.join(root or '/', path.lstrip('/'))
-
-
-def read_text(path):
-    """The text of a file, or None when there is no such file."""
-    if not os.path.isfile(path):
-        return None
-    with open(path, 'rb') as handle:
-        return handle.read().decode('utf-8', 'replace')
-
-
 class InstalledRun:
-    """What the Ascend .run installers left on the host: versions, for one component, read under ``root``.
+    """What the Ascend .run installers left on the host for one component, read under ``root`` by
+    ``_ascend_files.read_installed`` (the reader of the ascend_facts module).
 
-    ``install_path`` is the module's option (None: where the installers recorded it, else /usr/local/Ascend).
+    ``install_path`` is the module's option (None: where the installers recorded it, else /usr/local/Ascend);
+    ``arch`` (default: this host's) limits the toolkit to ``<arch>-linux``; ``chip`` prefers its kernels.
     """
 
     def __init__(self, component, root='/', install_path=None, arch=None, chip=None):
         self.component = component
-        self.root = root or '/'
+        self.fs = RootFS(root or '/')
         self.install_path = install_path
         self.arch = arch or host_architecture()
         self.chip = chip
+        self.warnings = []
 
-    def _path(self, path):
-        return rooted(self.root, path)
-
-    def _recorded(self, info_file, *keys):
-        text = read_text(self._path(info_file))
-        values = parse_key_value_text(text) if text else {}
-        for key in keys:
-            if values.get(key):
-                return values[key]
-        return None
-
-    def base(self):
-        """The install path (as seen on the target) the component's files are under."""
-        if self.install_path:
-            return self.install_path
-        if self.component == 'driver':
-            recorded = self._recorded(INSTALL_INFO, 'Driver_Install_Path_Param')
-        elif self.component == 'firmware':
-            recorded = self._recorded(INSTALL_INFO, 'Firmware_Install_Path_Param', 'Driver_Install_Path_Param')
-        elif self.component == 'docker-runtime':
-            recorded = None
-        else:
-            recorded = self._recorded(CANN_INSTALL_INFO, 'Install_Path')
-        return recorded or DEFAULT_INSTALL_PATH
-
-    def _toolkit_dirs(self):
-        """Directories a CANN toolkit may be in: ascend-toolkit/latest, then the 8.5+ cann, cann-<version>."""
-        base = self._path(self.base())
-        found = [os.path.join(base, 'ascend-toolkit', 'latest'), os.path.join(base, 'cann')]
-        versioned = glob.glob(os.path.join(base, 'cann-*'))
-        versioned.sort(key=lambda path: version_key(path.rsplit('cann-', 1)[1]) or [], reverse=True)
-        return found + versioned
-
-    def version_file(self):
-        """(path, key, separator) of the file saying the installed version; path None when there is none."""
-        base = self._path(self.base())
-        if self.component in ('driver', 'firmware'):
-            return os.path.join(base, self.component, 'version.info'), 'Version', '='
-        if self.component == 'nnal':
-            return os.path.join(base, 'nnal', 'atb', 'latest', 'version.info'), 'Ascend-cann-atb', ':'
-        if self.component == 'docker-runtime':
-            directory = os.path.join(base, 'Ascend-Docker-Runtime')
-            if os.path.isfile(os.path.join(directory, 'version.info')):
-                return os.path.join(directory, 'version.info'), 'Version', '='
-            return os.path.join(directory, 'ascend_docker_runtime_install.info'), 'version', '='
-        if self.component == 'toolkit':
-            for directory in self._toolkit_dirs():
-                path = os.path.join(directory, '%s-linux' % self.arch, 'ascend_toolkit_install.info')
-                if os.path.isfile(path):
-                    return path, 'version', '='
-            return None, 'version', '='
-        # kernels: the opp_kernel line of the toolkit's version.cfg, else the kernel directory's version.info.
-        for directory in self._toolkit_dirs():
-            cfg = os.path.join(directory, 'version.cfg')
-            text = read_text(cfg)
-            if text is not None and 'opp_kernel_installed_version' in parse_key_value_text(text):
-                return cfg, 'opp_kernel_installed_version', '='
-            kernel = os.path.join(directory, 'opp', 'built-in', 'op_impl', 'ai_core', 'tbe', 'kernel')
-            candidates = [os.path.join(kernel, 'ascend%s' % self.chip, 'version.info')] if self.chip else []
-            candidates += sorted(glob.glob(os.path.join(kernel, 'ascend*', 'version.info')))
-            for path in candidates:
-                if os.path.isfile(path):
-                    return path, 'Version', '='
-        return None, 'Version', '='
+    def read(self):
+        return read_installed(self.fs, self.component, self.install_path, self.arch, self.chip, self.warnings.append)
 
     def version(self):
         """The installed version, or None when the component is not installed; PackageError when unreadable."""
-        path, key, separator = self.version_file()
-        text = read_text(path) if path else None
-        if text is None:
+        found = self.read()
+        if not found:
             return None
-        value = parse_key_value_text(text, separator).get(key)
-        if value and key == 'opp_kernel_installed_version':
-            value = parse_version_cfg_entry(value)
-        if value and self.component == 'docker-runtime' and key == 'version':
-            value = value[1:] if value[:1] in ('v', 'V') and value[1:2].isdigit() else value
-        if not value:
-            raise PackageError('cannot read the installed %s version: %s has no usable "%s%s" line (check the file, '
-                               'or the root and install_path options)' % (self.component, path, key, separator))
-        return value
+        if not found['version']:
+            raise PackageError('cannot read the installed %s version: %s has no usable "%s" line (check the file, '
+                               'or the root and install_path options)' % (
+                                   self.component, self.fs.host_path(found['version_file']), found['version_line']))
+        return found['version']
 
     def uninstall_script(self):
         """The uninstall.sh the installed component left (driver, firmware, toolkit, Docker runtime), or None."""
-        base = self._path(self.base())
-        if self.component in ('driver', 'firmware'):
-            path = os.path.join(base, self.component, 'script', 'uninstall.sh')
-        elif self.component == 'docker-runtime':
-            path = os.path.join(base, 'Ascend-Docker-Runtime', 'script', 'uninstall.sh')
-        elif self.component == 'toolkit':
-            info = self.version_file()[0]
-            path = os.path.join(os.path.dirname(info), 'script', 'uninstall.sh') if info else None
+        found = self.read() if self.component in ('driver', 'firmware', 'toolkit', 'docker-runtime') else None
+        if not found:
+            return None
+        if self.component == 'toolkit':
+            if not found['install_info']:
+                return None
+            path = os.path.dirname(found['install_info']) + '/script/uninstall.sh'
         else:
-            path = None
-        return path if path and os.path.isfile(path) and os.access(path, os.X_OK) else None
+            path = found['path'] + '/script/uninstall.sh'
+        host = self.fs.host_path(path)
+        return host if self.fs.is_file(path) and os.access(host, os.X_OK) else None
 
 
 # ---------------------------------------------------------------------------------------------------- output
@@ -403,7 +286,7 @@ class InstallLog:
     """The Ascend install logs under ``root``: the lines written to them since ``mark()``."""
 
     def __init__(self, root='/'):
-        self.paths = [rooted(root, path) for path in INSTALL_LOGS]
+        self.paths = [RootFS(root or '/').host_path(path) for path in INSTALL_LOGS]
         self.sizes = {}
 
     def mark(self):
@@ -534,7 +417,11 @@ class RunPackage(PackageBackend):
                             arch=self.arch, chip=self.chip)
 
     def installed_version(self):
-        return self.installed().version()
+        installed = self.installed()
+        try:
+            return installed.version()
+        finally:
+            self.warnings.extend(installed.warnings)
 
     def verify(self):
         """``<run> --check``: makeself's integrity check of the archive."""
@@ -558,7 +445,7 @@ class RunPackage(PackageBackend):
         """The Command for install, upgrade or uninstall."""
         if action == 'uninstall':
             script = None
-            if installed_version is not None and compare_versions(installed_version, self.version) != 0:
+            if installed_version is not None and version_order(installed_version, self.version) != 0:
                 # Another version is installed: its own uninstaller knows it best.
                 script = self.installed().uninstall_script()
             if script:
@@ -591,10 +478,10 @@ class DebPackage(PackageBackend):
         parsed = self._from_file_name()
         result = self.run([self.which('dpkg-deb'), '-f', self.path, 'Package', 'Version', 'Architecture'],
                           'dpkg-deb -f %s' % self.file_name)
-        control = parse_key_value_text(result.stdout, ':')
+        control = parse_key_values(result.stdout, 'dpkg-deb -f %s' % self.file_name, separator=':')
         if not control.get('Package') or not control.get('Version'):
             raise PackageError('dpkg-deb -f %s printed no Package or Version field' % self.file_name, result=result)
-        self.name, self.version = control['Package'], control['Version']
+        self.name, self.version = control.get('Package'), control.get('Version')
         self.arch = normalise_arch(control.get('Architecture'))
         self._from_package_name(parsed)
 
@@ -646,7 +533,7 @@ class RpmPackage(PackageBackend):
                 self.name, ', '.join(versions)))
             newest = versions[0]
             for version in versions[1:]:
-                if compare_versions(version, newest) == 1:
+                if version_order(version, newest) == 1:
                     newest = version
             return newest
         return versions[0] if versions else None
@@ -655,7 +542,7 @@ class RpmPackage(PackageBackend):
         if action == 'uninstall':
             return Command([self.which('rpm'), '-e', self.name])
         argv = [self.which('rpm'), '-Uvh']
-        if installed_version is not None and compare_versions(self.version, installed_version) != 1:
+        if installed_version is not None and version_order(self.version, installed_version) != 1:
             argv.append('--oldpackage')  # a downgrade, allowed by allow_downgrade
         argv += list(self.options.get('extra_args') or []) + [self.path]
         return Command(argv)

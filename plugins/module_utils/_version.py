@@ -14,16 +14,20 @@ How a version is read (case-insensitive, surrounding blanks ignored):
 
 * a leading ``v`` and a local part after ``+`` (``+empty``, ``+cpu``) are dropped;
 * the rest splits at ``.``, ``-`` and ``_``; the leading numbers are the release, compared numerically with
-  trailing zeros ignored (``25.5`` equals ``25.5.0``);
-* a pre-release tag follows: ``alpha``/``a`` < ``beta``/``b`` < ``t`` (Huawei's test builds) < ``rc``, each
-  with an optional number (``rc1``, ``RC2``, ``T63``), and any pre-release sorts before the release
-  itself (``24.1.rc1`` < ``24.1.rc3`` < ``24.1`` = ``24.1.0``);
+  trailing zeros ignored (``25.5`` equals ``25.5.0``, ``24.1.0.rc1`` equals ``24.1.rc1``);
+* a pre-release tag follows: ``alpha`` < ``beta`` < ``t`` (Huawei's test builds) < ``rc``, each with an optional
+  number (``rc1``, ``RC2``, ``T63``), and any pre-release sorts before the release itself (``24.1.rc1`` <
+  ``24.1.rc3`` < ``24.1`` = ``24.1.0``; ``8.0.T63`` < ``8.0.RC1`` < ``8.0.0``);
 * then ``postN`` (torch_npu), after the release it follows (``2.7.1`` < ``2.7.1.post1``);
-* then build numbers, numbers or letters+number (``.7`` of ``24.1.rc3.7``, ``.b010`` of ``25.0.rc1.b010``),
-  compared by their numbers: a build sorts after the same version without one.
+* then build numbers: numbers, or ``b``/``build`` and a number (``.7`` of ``24.1.rc3.7``, ``.b010`` of
+  ``25.0.rc1.b010``, ``.B020`` of ``8.0.T63.B020``), compared by their numbers: a build sorts after the same
+  version without one (``24.1.rc3`` < ``24.1.rc3.7`` < ``24.1.rc4``). A ``b`` is always Huawei's build number,
+  never a beta (spell that ``beta``).
 
-Anything else (``V100R001C15``, an empty string) is not a version: ``parse_ascend_version`` raises
-``ValueError`` with a sentence naming the text, so callers can report it instead of comparing wrongly.
+Anything else (``V100R001C15``, ``24.1.spc1``, ``8.0.0~beta``, an empty string) is not a version:
+``parse_ascend_version`` raises ``ValueError`` with a sentence naming the text, so callers can report it (or
+treat the order as unknown) instead of comparing wrongly. ``version_sort_key`` orders text that may not be a
+version (directory names) without raising.
 """
 
 from __future__ import annotations
@@ -32,7 +36,7 @@ import re
 
 _TOKEN = re.compile(r'^(?P<letters>[a-z]*)(?P<number>\d*)$')
 # Pre-release tags and their rank; a release without one ranks above them all.
-_PRE_RELEASE_RANKS = {'alpha': 0, 'a': 0, 'beta': 1, 'b': 1, 't': 2, 'rc': 3}
+_PRE_RELEASE_RANKS = {'alpha': 0, 'beta': 1, 't': 2, 'rc': 3}
 _RELEASE_RANK = 9
 
 
@@ -85,6 +89,15 @@ def is_ascend_version(text):
     except ValueError:
         return False
     return True
+
+
+def version_sort_key(text):
+    """A sort key for text that may not be a version (such as a directory name): versions in version order,
+    after every text that is not one (those in lower-case text order). Never raises."""
+    try:
+        return (1, parse_ascend_version(text), '')
+    except ValueError:
+        return (0, (), str(text).lower())
 
 
 def compare_ascend_versions(left, right):

@@ -534,32 +534,16 @@ ansible_facts:
               sample: true
 """
 
-import grp
 import os
-import pwd
 
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._ascend_files import (
     RootFS,
     gather_ascend_facts,
+    system_group,
+    system_user,
 )
-
-
-def system_user(name):
-    try:
-        entry = pwd.getpwnam(name)
-    except KeyError:
-        return None
-    return {'name': entry.pw_name, 'uid': entry.pw_uid, 'gid': entry.pw_gid, 'home': entry.pw_dir, 'shell': entry.pw_shell}
-
-
-def system_group(name):
-    try:
-        entry = grp.getgrnam(name)
-    except KeyError:
-        return None
-    return {'name': entry.gr_name, 'gid': entry.gr_gid, 'members': list(entry.gr_mem)}
 
 
 def main():

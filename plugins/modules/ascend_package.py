@@ -23,23 +23,29 @@ description:
     C(Atlas-A3-cann-kernels_8.0.0_linux-aarch64.run), C(Ascend-cann-910b-ops_9.0.0_linux-aarch64.run),
     C(Ascend-cann-nnal_8.0.0_linux-aarch64.run), C(Ascend-docker-runtime_6.0.0_linux-aarch64.run)); for a C(.deb)
     or C(.rpm) the version, package name and architecture come from its control data (C(dpkg-deb -f), C(rpm -qp))."
-  - "The installed version of a C(.run) component is read from the files its installer writes: the driver's and the
-    firmware's C(version.info) (C(Version=)) under the path recorded in C(/etc/ascend_install.info), the toolkit's
-    C(ascend_toolkit_install.info) (C(version=)) under C(ascend-toolkit/latest/<arch>-linux) (or the C(cann) and
-    C(cann-<version>) directories of CANN 8.5 and later) of the CANN path recorded in
-    C(/etc/Ascend/ascend_cann_install.info), the kernels' C(opp_kernel_installed_version) in the toolkit's
-    C(version.cfg) (else the C(version.info) of the kernel directory), NNAL's C(nnal/atb/latest/version.info)
-    (C(Ascend-cann-atb :)) and the Docker runtime's C(Ascend-Docker-Runtime/version.info) (else the C(version=) of
-    its C(ascend_docker_runtime_install.info)). For a C(.deb) or C(.rpm) it is what dpkg or rpm has installed."
+  - "The installed version of a C(.run) component is read from the files its installer writes, by the same reader
+    as the M(kunpeng_ascend.vllm.ascend_facts) module: the driver's and the firmware's C(version.info)
+    (C(Version=)) under the path recorded in C(/etc/ascend_install.info) (else C(/usr/local/Ascend)); the toolkit's
+    C(<arch>-linux/ascend_toolkit_install.info) (C(version=), for this package's architecture) in the toolkit
+    directory recorded by CANN 8.5 and later, else C(ascend-toolkit/latest), C(cann), the newest C(cann-<version>)
+    or C(ascend-toolkit/<version>) of the CANN path recorded in C(/etc/Ascend/ascend_cann_install.info) (else
+    C(/usr/local/Ascend)), or that directory's C(version.cfg) toolkit lines; the kernels' C(version.info) of the
+    kernel directory of the toolkit (the package's chip first), else the C(opp_kernel) lines of its C(version.cfg);
+    NNAL's C(nnal/atb/latest/version.info) (C(Ascend-cann-atb :)), else the newest C(nnal/atb/<version>); the Docker
+    runtime's C(Ascend-Docker-Runtime/version.info) (else the C(version=) of its
+    C(ascend_docker_runtime_install.info)). With O(install_path), only the files under it are read. A version file
+    without a usable version line fails the task, naming the file. For a C(.deb) or C(.rpm) the installed version
+    is what dpkg or rpm has installed."
   - "A C(.run) is first verified with C(--check) (makeself's integrity check); when that fails nothing is installed.
     It then runs with C(--quiet --nox11) and, for a first install, C(--full) (driver, firmware) or C(--install)
     (toolkit, kernels, NNAL, Docker runtime) plus C(--install-for-all) (driver, toolkit, kernels, NNAL); an upgrade
     runs C(--upgrade), a removal C(--uninstall)."
-  - "Versions compare the way Ascend numbers its releases: parts split at dots, numbers numerically, case ignored,
-    a test build (C(T63)) before a release candidate (C(rc1)) before the release of the same base (so 24.1.rc3 <
-    24.1.rc3.7 < 24.1.0 < 24.1.0.1 and 8.0.T63 < 8.0.RC1 < 8.0.0), a build tag (C(b090)) after the version it
-    builds on. A version with other parts is only equal (ignoring case) or of unknown order; an unknown order
-    counts as a downgrade for O(allow_downgrade)."
+  - "Versions compare the way Ascend numbers its releases: case ignored, a leading C(v) and a C(+local) part
+    dropped, parts split at C(.), C(-) and C(_); the release numbers first, numerically (trailing zeros ignored),
+    then a test build (C(T63)) before a release candidate (C(rc1)) before the release itself, then build numbers
+    (C(.7), C(.b090)) after the version they build on - so 24.1.rc3 < 24.1.rc3.7 < 24.1.0 < 24.1.0.1 and 8.0.T63 <
+    8.0.RC1 < 8.0.0. A version with other parts (C(8.0.SPC1)) is only equal (ignoring case) or of unknown order; an
+    unknown order counts as a downgrade for O(allow_downgrade)."
   - When the installer fails, the message gives its C([ERROR]) and C(ERR_NO) lines and those written to
     C(/var/log/ascend_seclog/ascend_install.log) during the run, with a hint when the cause is known.
 author:
@@ -281,12 +287,12 @@ from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._ascend_packag
     PackageError,
     RunPackage,
     backend_for,
-    compare_versions,
     failure_message,
     host_architecture,
     plan_action,
     predict_reboot,
     reboot_after,
+    version_order,
 )
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._command import (
     CommandRunner,
@@ -352,7 +358,7 @@ def ensure(module, backend, runner):
     after = backend.installed_version()
     if action == 'uninstall' and after is not None:
         raise PackageError('%s reported success, but %s %s is still installed' % (what, component, after), result=run)
-    if action != 'uninstall' and (after is None or compare_versions(after, backend.version) != 0):
+    if action != 'uninstall' and (after is None or version_order(after, backend.version) != 0):
         raise PackageError('%s reported success, but the installed version is %s, not %s (check install_path and '
                            'root)' % (what, after or 'unknown (no version file)', backend.version), result=run)
     result.update(after=after, cmd=run.argv, stdout=run.stdout, stderr=run.stderr,

@@ -237,10 +237,8 @@ summary:
   sample: "12 checks: 9 pass, 2 warn, 1 fail"
 """
 
-import grp
 import os
 import platform
-import pwd
 
 from ansible.module_utils.basic import AnsibleModule
 
@@ -252,6 +250,8 @@ from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._ascend_files 
     read_install_record,
     read_npu_account,
     scan_npu_devices,
+    system_group,
+    system_user,
 )
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._command import (
     CommandRunner,
@@ -288,22 +288,6 @@ NPU_SMI_FALLBACK_PATHS = ('/usr/local/bin/npu-smi', '/usr/local/sbin/npu-smi')
 DPKG_QUERY_FORMAT = '${db:Status-Abbrev} ${Package}\\n'
 VERSION_OPTIONS = ('vllm_ascend_version', 'vllm_version', 'cann_version', 'torch_version', 'torch_npu_version',
                    'python_version')
-
-
-def system_user(name):
-    try:
-        entry = pwd.getpwnam(name)
-    except KeyError:
-        return None
-    return {'name': entry.pw_name, 'uid': entry.pw_uid, 'gid': entry.pw_gid, 'home': entry.pw_dir, 'shell': entry.pw_shell}
-
-
-def system_group(name):
-    try:
-        entry = grp.getgrnam(name)
-    except KeyError:
-        return None
-    return {'name': entry.gr_name, 'gid': entry.gr_gid, 'members': list(entry.gr_mem)}
 
 
 class Host:

@@ -38,13 +38,13 @@ from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._ascend_files 
     read_driver,
     read_firmware,
     read_install_record,
+    read_installed,
     read_kernels,
     read_nnal,
     read_npu_account,
     read_toolkit,
     scan_npu_devices,
     version_cfg_version,
-    version_sort_key,
 )
 
 FIXTURE_DIR = os.path.join(os.path.dirname(__file__), os.pardir, os.pardir, 'fixtures', 'ascend_files')
@@ -366,11 +366,6 @@ def test_chip_family(device, family):
     assert chip_family(device) == family
 
 
-def test_version_sort_key_is_close_to_sort_v():
-    names = ['8.5.0', '8.0.RC1', '10.0.0', '8.0.0', '8.0.T63', '8.0.1', '9.0.0-beta.2']
-    assert sorted(names, key=version_sort_key) == ['8.0.RC1', '8.0.T63', '8.0.0', '8.0.1', '8.5.0', '9.0.0-beta.2', '10.0.0']
-
-
 def test_passwd_and_group_entries():
     passwd = 'root:x:0:0:root:/root:/bin/bash\nHwHiAiUser:x:1000:1001::/home/HwHiAiUser:/bin/bash\n'
     group = 'root:x:0:\nHwHiAiUser:x:1001:vllm,HwHiAiUser\nempty:x:5:\n'
@@ -650,6 +645,77 @@ def test_docker_runtime_from_version_info_only(tmp_path):
     assert (runtime['version'], runtime['install_info'], runtime['runtime'], runtime['values']) == \
         ('5.0.0', None, None, {'Version': '5.0.0'})
     assert read_docker_runtime(RootFS(str(tmp_path / 'usr'))) is None
+
+
+# --- what ascend_package reads: the same readers, with its options ------------------------------------------------
+
+def test_install_path_confines_every_reader_to_it(tmp_path):
+    root = make_tree(tmp_path, {
+        '/etc/ascend_install.info': 'Driver_Install_Path_Param=/srv/Ascend\n',
+        '/etc/Ascend/ascend_cann_install.info': 'Install_Path=/srv/Ascend\nToolkit_InstallPath=/srv/Ascend/cann-8.5.0\n',
+        '/srv/Ascend/driver/version.info': 'Version=25.0.rc1.1\n',
+        '/srv/Ascend/cann-8.5.0/aarch64-linux/ascend_toolkit_install.info': 'version=8.5.0\n',
+        '/srv/Ascend/nnal/atb/8.5.0/version.info': 'Ascend-cann-atb : 8.5.0\n',
+        '/opt/other/driver/version.info': 'Version=24.1.rc1\n',
+        '/opt/other/ascend-toolkit/latest/aarch64-linux/ascend_toolkit_install.info': 'version=8.0.0\n',
+        '/opt/other/Ascend-Docker-Runtime/version.info': 'Version=6.0.0\n',
+    })
+    fs = RootFS(root)
+    versions = {name: read_installed(fs, name)['version'] if read_installed(fs, name) else None
+                for name in ('driver', 'toolkit', 'nnal', 'docker-runtime')}
+    assert versions == {'driver': '25.0.rc1.1', 'toolkit': '8.5.0', 'nnal': '8.5.0', 'docker-runtime': None}
+    versions = {name: read_installed(fs, name, install_path='/opt/other')['version']
+                for name in ('driver', 'toolkit', 'docker-runtime')}
+    assert versions == {'driver': '24.1.rc1', 'toolkit': '8.0.0', 'docker-runtime': '6.0.0'}
+    assert read_installed(fs, 'nnal', install_path='/opt/other') is None
+
+
+def test_read_installed_names_the_version_file_and_line(tmp_path):
+    kernel = '/usr/local/Ascend/ascend-toolkit/8.0.0/' + _ascend_files.KERNELS_DIR
+    root = make_tree(tmp_path, {
+        '/usr/local/Ascend/driver/version.info': 'Version=\n',
+        '/usr/local/Ascend/ascend-toolkit/8.0.0/aarch64-linux/ascend_toolkit_install.info': 'version=8.0.0\n',
+        '/usr/local/Ascend/ascend-toolkit/8.0.0/x86_64-linux/ascend_toolkit_install.info': 'version=8.0.1\n',
+        kernel + '/ascend310p/version.info': 'Version=8.0.0\n',
+        kernel + '/ascend910b/version.info': 'Version=8.0.RC3\n',
+        '/usr/local/Ascend/nnal/atb/latest/version.info': 'Platform : aarch64\n',
+        '/usr/local/Ascend/Ascend-Docker-Runtime/ascend_docker_runtime_install.info': 'version=v6.0.0\n',
+        '/usr/local/Ascend/Ascend-Docker-Runtime/version.info': 'Version=6.0.1\n',
+    }, {'/usr/local/Ascend/ascend-toolkit/latest': '8.0.0'})
+    fs = RootFS(root)
+    warnings = []
+
+    def found(component, **kwargs):
+        facts = read_installed(fs, component, warn=warnings.append, **kwargs)
+        return facts['version'], facts['version_file'], facts['version_line']
+    assert found('driver') == (None, '/usr/local/Ascend/driver/version.info', 'Version=')
+    toolkit = '/usr/local/Ascend/ascend-toolkit/8.0.0/'
+    assert found('toolkit', arch='aarch64') == ('8.0.0', toolkit + 'aarch64-linux/ascend_toolkit_install.info', 'version=')
+    assert found('toolkit', arch='x86_64') == ('8.0.1', toolkit + 'x86_64-linux/ascend_toolkit_install.info', 'version=')
+    assert found('kernels') == ('8.0.0', kernel + '/ascend310p/version.info', 'Version=')
+    assert found('kernels', chip='910B') == ('8.0.RC3', kernel + '/ascend910b/version.info', 'Version=')
+    assert found('nnal') == (None, '/usr/local/Ascend/nnal/atb/latest/version.info', 'Ascend-cann-atb:')
+    # ascend_package reads the Docker runtime's version.info first; the facts keep the install record's version.
+    assert found('docker-runtime') == ('6.0.1', '/usr/local/Ascend/Ascend-Docker-Runtime/version.info', 'Version=')
+    assert read_docker_runtime(fs)['version'] == '6.0.0'
+    assert warnings == ['%s/usr/local/Ascend/driver/version.info: no Version= line, the version is returned as null' % root,
+                        '%s/usr/local/Ascend/nnal/atb/latest/version.info: no Ascend-cann-atb: line, the version is '
+                        'returned as null' % root]
+    with pytest.raises(ValueError, match="'npu-smi' is not an Ascend component"):
+        read_installed(fs, 'npu-smi')
+
+
+def test_kernels_of_an_unreadable_opp_kernel_line_have_a_null_version(tmp_path):
+    root = make_tree(tmp_path, {
+        '/usr/local/Ascend/ascend-toolkit/latest/version.cfg': 'opp_kernel_installed_version=[8.0.0]\n'})
+    fs = RootFS(root)
+    warnings = []
+    assert read_kernels(fs, read_toolkit(fs, None, warnings.append), warnings.append) == {
+        'version': None, 'inner_version': None, 'source': 'version_cfg',
+        'path': '/usr/local/Ascend/ascend-toolkit/latest/version.cfg', 'socs': None}
+    assert warnings == ['%s/usr/local/Ascend/ascend-toolkit/latest/version.cfg line 1: opp_kernel_installed_version=[8.0.0] '
+                        'cannot be read: each [..] must hold "inner:version"; it is returned as null' % root]
+    assert read_installed(fs, 'toolkit') is None  # a version.cfg without toolkit lines is no toolkit
 
 
 # --- sysfs ---------------------------------------------------------------------------------------------------------

@@ -17,21 +17,18 @@ from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._ascend_packag
     InstalledRun,
     InstallLog,
     PackageError,
-    compare_versions,
     component_of_package_name,
     error_lines,
     failure_message,
     normalise_arch,
     parse_any_run_name,
-    parse_key_value_text,
     parse_package_file_name,
-    parse_version_cfg_entry,
     plan_action,
     predict_reboot,
     printable_lines,
     reboot_after,
     says_reboot_needed,
-    version_key,
+    version_order,
 )
 
 FIXTURE_DIR = os.path.join(os.path.dirname(__file__), os.pardir, os.pardir, 'fixtures', 'installer')
@@ -59,65 +56,28 @@ def test_fixture_loader_strips_the_source_header():
 
 # ---------------------------------------------------------------------------------------------------- versions
 
-@pytest.mark.parametrize('older,newer', [
-    ('24.1.rc1', '24.1.rc2'),
-    ('24.1.rc2', '24.1.rc3.7'),
-    ('24.1.rc3', '24.1.rc3.7'),
-    ('24.1.RC3.7', '24.1.0'),
-    ('24.1.0', '24.1.0.1'),
-    ('24.1.rc3.7', '25.0.rc1'),
-    ('25.0.rc1', '25.0.rc1.1'),
-    ('23.0.rc2', '23.0.rc2.b090'),
-    ('23.0.rc2.b090', '23.0.rc3'),
-    ('7.5.0.2.220', '7.5.0.3.220'),
-    ('7.5.0.3.220', '7.7.0.1.231'),
-    ('6.3.0.1.241', '7.1.0.11.220'),
-    ('8.0.0', '8.0.1'),
-    ('8.0.T63', '8.0.RC1'),
-    ('8.0.RC3', '8.0.0'),
-    ('8.0.0', '8.5.0'),
-    ('8.5.0', '8.5.1'),
-    ('8.5.T63', '8.5.RC1'),
-    ('8.2.RC1', '8.3.RC2'),
-    ('8.3.RC2', '9.1.0'),
-    ('9.1.0', '10.0.0'),
-    ('25.5', '26.0.RC1'),
-    ('5.0.RC3', '6.0.0'),
-    ('v6.0.0', '7.0.RC1'),
+# The order itself is _version's (tests/unit/plugins/module_utils/test_version.py); here only what the package
+# module adds: a text that is not a version makes the order unknown instead of an error.
+
+@pytest.mark.parametrize('left,right,order', [
+    ('24.1.rc1', '24.1.rc2', -1),
+    ('24.1.0', '24.1.rc3.7', 1),
+    ('8.0.T63', '8.0.t63', 0),
 ])
-def test_compare_versions_orders(older, newer):
-    assert compare_versions(older, newer) == -1
-    assert compare_versions(newer, older) == 1
-
-
-@pytest.mark.parametrize('left,right', [
-    ('24.1.rc1', '24.1.RC1'),
-    ('24.1', '24.1.0'),
-    ('8.0.0', '8.0.0.0'),
-    ('23.0.rc2.b090', '23.0.RC2.B90'),
-    ('v6.0.0', '6.0.0'),
-    ('8.0.T63', '8.0.t63'),
-])
-def test_compare_versions_equal(left, right):
-    assert compare_versions(left, right) == 0
-
-
-def test_version_key_ranks_test_builds_before_candidates_before_releases_before_builds():
-    assert version_key('8.0.T63') == [(2, 8), (2, 0), (0, 63)]
-    assert version_key('24.1.RC3.7') == [(2, 24), (2, 1), (1, 3), (2, 7)]
-    assert version_key('23.0.rc2.b090') == [(2, 23), (2, 0), (1, 2), (3, 90)]
-    assert version_key('8.0.0-1') == [(2, 8), (2, 0), (2, 0), (2, 1)]
+def test_version_order_is_the_ascend_order(left, right, order):
+    assert version_order(left, right) == order
 
 
 @pytest.mark.parametrize('version', ['', 'latest', '8.0.0~beta', '24.1.spc1', '1.0.RC1alpha'])
-def test_version_key_of_unknown_forms_is_none(version):
-    assert version_key(version) is None
+def test_version_order_of_unknown_forms_is_none(version):
+    assert version_order(version, '8.0.0') is None
+    assert version_order('8.0.0', version) is None
 
 
 def test_unknown_forms_are_only_equal_or_unordered():
-    assert compare_versions('8.0.SPC1', '8.0.spc1') == 0
-    assert compare_versions('8.0.SPC1', '8.0.0') is None
-    assert compare_versions('8.0.0', 'unknown') is None
+    assert version_order('8.0.SPC1', '8.0.spc1') == 0
+    assert version_order('8.0.SPC1', '8.0.0') is None
+    assert version_order('8.0.0', 'unknown') is None
 
 
 # ---------------------------------------------------------------------------------------------------- plan
@@ -209,30 +169,6 @@ def test_normalise_arch(arch, expected):
 
 # ---------------------------------------------------------------------------------------------------- version files
 
-def test_version_files_of_real_hosts():
-    driver = parse_key_value_text(load_fixture('driver-version.info_24.1.rc1_mindcluster-doc.txt'))
-    assert driver['Version'] == '24.1.rc1'
-    assert driver['compatible_version_fw'] == '[7.0.0,7.2.99]'
-    driver = parse_key_value_text(load_fixture('driver-version.info_25.3.rc1_faq-indented.txt'))
-    assert (driver['Version'], driver['package_version']) == ('25.3.rc1', '25.3.rc1')
-    firmware = parse_key_value_text(load_fixture('firmware-version.info_7.1.0.11.220_mindcluster-doc.txt'))
-    assert firmware['Version'] == '7.1.0.11.220'
-    toolkit = parse_key_value_text(load_fixture('ascend_toolkit_install.info_cann8.5.0_from_issue4930.txt'))
-    assert (toolkit['version'], toolkit['arch']) == ('8.5.0', 'aarch64')
-    nnal = parse_key_value_text(load_fixture('nnal-atb-version.info_8.0.T63_indented.txt'), ':')
-    assert nnal['Ascend-cann-atb'] == '8.0.T63'
-    assert nnal['Ascend-cann-atb Version'] == '8.0.T63.B020'
-    cfg = parse_key_value_text(load_fixture('version.cfg_ascend-toolkit-latest_7.6.T13.0.B094-8.0.T63.txt'))
-    assert parse_version_cfg_entry(cfg['opp_kernel_installed_version']) == '8.0.T63'
-    record = parse_key_value_text(load_fixture('etc-ascend_install.info_driver-firmware_full.txt'))
-    assert record['Driver_Install_Path_Param'] == '/usr/local/Ascend'
-
-
-def test_parse_version_cfg_entry_rejects_other_forms():
-    assert parse_version_cfg_entry('8.0.0') is None
-    assert parse_version_cfg_entry('[7.6.T13.0.B094]') is None
-
-
 class Root:
     """A file system prefix to lay installed Ascend files in."""
 
@@ -320,6 +256,31 @@ def test_nnal_from_real_version_file(root):
     root.write('/usr/local/Ascend/nnal/atb/latest/version.info',
                load_fixture('nnal-atb-version.info_8.0.T63_indented.txt'))
     assert root.installed('nnal').version() == '8.0.T63'
+
+
+def test_version_files_of_real_hosts_with_odd_lines_are_read_with_warnings(root):
+    root.write('/etc/ascend_install.info', load_fixture('etc-ascend_install.info_driver-firmware_full.txt'))
+    path = root.write('/usr/local/Ascend/driver/version.info',
+                      load_fixture('driver-version.info_25.3.rc1_faq-indented.txt'))
+    installed = root.installed('driver')
+    assert installed.version() == '25.3.rc1'
+    assert installed.warnings == [
+        '%s line 1: not a "key=value" line, ignored: \'> cat /etc/ascend_install.info\'' % os.path.join(
+            root.path, 'etc/ascend_install.info'),
+        '%s line 1: not a "key=value" line, ignored: \'/usr/local/Ascend/driver/version.info\'' % path]
+
+
+def test_kernels_with_an_unreadable_version_cfg_line_are_an_error(root):
+    path = root.write('/usr/local/Ascend/ascend-toolkit/latest/version.cfg',
+                      '# version: 1.0\nopp_kernel_installed_version=[7.6.T13.0.B094]\n')
+    installed = root.installed('kernels')
+    with pytest.raises(PackageError) as raised:
+        installed.version()
+    assert raised.value.msg == ('cannot read the installed kernels version: %s has no usable '
+                                '"opp_kernel_installed_version=" line (check the file, or the root and install_path '
+                                'options)' % path)
+    assert installed.warnings == ['%s line 2: opp_kernel_installed_version=[7.6.T13.0.B094] cannot be read: each [..] '
+                                  'must hold "inner:version"; it is returned as null' % path]
 
 
 def test_docker_runtime_version_info_else_install_info(root):

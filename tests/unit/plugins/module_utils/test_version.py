@@ -16,6 +16,7 @@ from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._version impor
     parse_ascend_version,
     parse_version_ranges,
     version_in_range,
+    version_sort_key,
 )
 
 
@@ -41,6 +42,35 @@ from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._version impor
     ('3.9', '3.10'),
     ('1.0.alpha1', '1.0.beta1'),
     ('1.0.beta2', '1.0.t1'),
+    # The orders ascend_package relied on (its comparer is now this one), on the versions of its packages.
+    ('24.1.rc1', '24.1.rc2'),
+    ('24.1.rc2', '24.1.rc3.7'),
+    ('24.1.RC3.7', '24.1.0'),
+    ('24.1.0', '24.1.0.1'),
+    ('24.1.rc3.7', '25.0.rc1'),
+    ('25.0.rc1', '25.0.rc1.1'),
+    ('25.0.rc1.1', '25.0.rc1.b010'),   # builds compare by their numbers
+    ('23.0.rc2', '23.0.rc2.b090'),
+    ('23.0.rc2.b090', '23.0.rc3'),
+    ('7.5.0.2.220', '7.5.0.3.220'),
+    ('7.5.0.3.220', '7.7.0.1.231'),
+    ('6.3.0.1.241', '7.1.0.11.220'),
+    ('8.0.0', '8.0.1'),
+    ('8.0.RC3', '8.0.0'),
+    ('8.0.0', '8.5.0'),
+    ('8.5.T63', '8.5.RC1'),
+    ('8.2.RC1', '8.3.RC2'),
+    ('8.3.RC2', '9.1.0'),
+    ('9.1.0', '10.0.0'),
+    ('5.0.RC3', '6.0.0'),
+    ('v6.0.0', '7.0.RC1'),
+    # A 'b' and a number is Huawei's build number wherever it stands, never a beta: after the version it builds
+    # on, before the next release number.
+    ('8.0.T63', '8.0.T63.B020'),
+    ('7.6.T13.0.B094', '7.6.T13.0.B095'),
+    ('25.0', '25.0.b010'),
+    ('24.1.0.b010', '24.1.0.1'),
+    ('24.1.rc3.b5', '24.1.rc3.7'),
 ])
 def test_order(older, newer):
     assert compare_ascend_versions(older, newer) == -1
@@ -59,6 +89,12 @@ def test_order(older, newer):
     ('24.1.0.rc1', '24.1.rc1'),
     ('8.3-RC2', '8.3.RC2'),          # '-' and '_' separate like '.'
     ('8_3_rc2', '8.3.RC2'),
+    ('24.1', '24.1.0'),
+    ('8.0.0', '8.0.0.0'),
+    ('23.0.rc2.b090', '23.0.RC2.B90'),  # build numbers compare as numbers
+    ('v6.0.0', '6.0.0'),               # the Docker runtime's install record writes version=v6.0.0
+    ('8.0.T63', '8.0.t63'),
+    ('8.0.0-1', '8.0.0.1'),
 ])
 def test_equal(left, right):
     assert compare_ascend_versions(left, right) == 0
@@ -73,6 +109,12 @@ def test_equal(left, right):
     ('2.5.1.post1.post2', "'2.5.1.post1.post2' is not a version: 'post2' is neither a number nor a tag such as rc1, "
                           "post2 or b010"),
     ('24.1 rc1', "'24.1 rc1' is not a version: '1 rc1' is neither a number nor a tag such as rc1, post2 or b010"),
+    ('latest', "'latest' is not a version: it must start with a number, as in 24.1.RC1 or 8.5.1"),
+    ('8.0.0~beta', "'8.0.0~beta' is not a version: '0~beta' is neither a number nor a tag such as rc1, post2 or b010"),
+    ('24.1.spc1', "'24.1.spc1' is not a version: 'spc1' is neither a number nor a tag such as rc1, post2 or b010"),
+    ('1.0.RC1alpha', "'1.0.RC1alpha' is not a version: 'rc1alpha' is neither a number nor a tag such as rc1, post2 "
+                     "or b010"),
+    ('1.0.a1', "'1.0.a1' is not a version: 'a1' is neither a number nor a tag such as rc1, post2 or b010"),
     (3.1, '3.1 is not a version: expected a string such as 24.1.RC1'),
     (None, 'None is not a version: expected a string such as 24.1.RC1'),
 ])
@@ -81,6 +123,18 @@ def test_not_a_version_raises_naming_the_text(text, message):
         parse_ascend_version(text)
     assert str(raised.value) == message
     assert is_ascend_version(text) is False
+
+
+def test_test_builds_before_candidates_before_the_release_before_its_builds():
+    chain = ['8.0.alpha2', '8.0.beta1', '8.0.T63', '8.0.T63.B020', '8.0.RC1', '8.0.RC3', '8.0.RC3.7', '8.0.0',
+             '8.0.0.b1', '8.0.1']
+    assert sorted(reversed(chain), key=parse_ascend_version) == chain
+
+
+def test_version_sort_key_orders_directory_names_without_raising():
+    names = ['8.5.0', '8.0.RC1', '10.0.0', '8.0.0', '8.0.T63', '8.0.1', '9.0.0-beta.2', 'tools', '8.0.0_old']
+    assert sorted(names, key=version_sort_key) == [
+        '8.0.0_old', 'tools', '8.0.T63', '8.0.RC1', '8.0.0', '8.0.1', '8.5.0', '9.0.0-beta.2', '10.0.0']
 
 
 def test_is_ascend_version():

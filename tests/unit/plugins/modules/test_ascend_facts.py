@@ -248,19 +248,19 @@ def test_the_real_root_uses_the_system_account_database(tmp_path, warn, monkeypa
         return dict(EMPTY_FACTS)
     monkeypatch.setattr(ascend_facts, 'gather_ascend_facts', gather)
     run_module({'sysfs_path': str(tmp_path)})
-    assert seen == {'root': '/', 'sysfs': str(tmp_path), 'user_db': (ascend_facts.system_user, ascend_facts.system_group)}
+    assert seen == {'root': '/', 'sysfs': str(tmp_path), 'user_db': (_ascend_files.system_user, _ascend_files.system_group)}
     run_module({'root': str(tmp_path), 'sysfs_path': str(tmp_path)})
     assert seen['user_db'] is None
 
 
 def test_system_account_lookups(monkeypatch):
-    monkeypatch.setattr(ascend_facts.pwd, 'getpwnam', mock.Mock(
+    monkeypatch.setattr(_ascend_files.pwd, 'getpwnam', mock.Mock(
         return_value=mock.Mock(pw_name='HwHiAiUser', pw_uid=1000, pw_gid=1001, pw_dir='/home/HwHiAiUser', pw_shell='/bin/bash')))
-    monkeypatch.setattr(ascend_facts.grp, 'getgrnam', mock.Mock(side_effect=KeyError('getgrnam(): name not found')))
-    assert ascend_facts.system_user('HwHiAiUser') == {'name': 'HwHiAiUser', 'uid': 1000, 'gid': 1001,
-                                                      'home': '/home/HwHiAiUser', 'shell': '/bin/bash'}
-    assert ascend_facts.system_group('HwHiAiUser') is None
-    ascend_facts.pwd.getpwnam.assert_called_once_with('HwHiAiUser')
+    monkeypatch.setattr(_ascend_files.grp, 'getgrnam', mock.Mock(side_effect=KeyError('getgrnam(): name not found')))
+    assert _ascend_files.system_user('HwHiAiUser') == {'name': 'HwHiAiUser', 'uid': 1000, 'gid': 1001,
+                                                       'home': '/home/HwHiAiUser', 'shell': '/bin/bash'}
+    assert _ascend_files.system_group('HwHiAiUser') is None
+    _ascend_files.pwd.getpwnam.assert_called_once_with('HwHiAiUser')
 
 
 # --- the simulator's fake sysfs -------------------------------------------------------------------------------------

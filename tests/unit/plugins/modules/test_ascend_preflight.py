@@ -19,6 +19,7 @@ import pytest
 from ansible.module_utils import basic
 from ansible.module_utils.testing import patch_module_args
 
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils import _ascend_files
 from ansible_collections.kunpeng_ascend.vllm.plugins.modules import ascend_preflight
 from ansible_collections.kunpeng_ascend.vllm.tests.unit.plugins.module_utils.test_npu_smi import (
     load_fixture as load_npu_smi,
@@ -377,8 +378,8 @@ def test_run_user_from_the_system_database_with_the_default_root(host, monkeypat
     def getgrnam(name):
         looked_up.append(('group', name))
         raise KeyError(name)
-    monkeypatch.setattr(ascend_preflight.pwd, 'getpwnam', getpwnam)
-    monkeypatch.setattr(ascend_preflight.grp, 'getgrnam', getgrnam)
+    monkeypatch.setattr(_ascend_files.pwd, 'getpwnam', getpwnam)
+    monkeypatch.setattr(_ascend_files.grp, 'getgrnam', getgrnam)
     result = run_module(host, {'root': '/', 'checks': ['run_user']}, FailJson)
     assert result['msg'] == ('1 of 1 preflight checks did not pass (fail_on=fail): run_user: group HwHiAiUser does not '
                              'exist (user HwHiAiUser does) (fix: groupadd HwHiAiUser && usermod -a -G HwHiAiUser '

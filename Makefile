@@ -13,12 +13,12 @@ export ANSIBLE_COLLECTIONS_PATH := $(CURDIR)/.cache
 export MOLECULE_GLOB := molecule/*/molecule.yml
 export PATH := $(VENV)/bin:$(PATH)
 
-.PHONY: help demo demo-clean test host venv images link lint sanity units build molecule bench clean
+.PHONY: help demo demo-clean test host venv images link lint sanity units build molecule bench role-docs clean
 
 help:
 	@echo "make demo       build a simulated Kunpeng + Ascend node and run playbooks/site.yml against it"
 	@echo "make test       everything CI runs: lint, sanity, unit tests, collection build, Molecule"
-	@echo "make units | lint | sanity | build | molecule [SCENARIO=name] | bench | demo-clean | clean"
+	@echo "make units | lint | sanity | build | molecule [SCENARIO=name] | bench | role-docs | demo-clean | clean"
 
 demo: host venv images link
 	$(TOOLS)/demo.sh
@@ -60,6 +60,9 @@ build: venv link
 
 molecule: venv link
 	molecule test -s $(SCENARIO)
+
+role-docs: venv
+	python tests/tooling/role_docs.py
 
 bench: venv link
 	python tests/benchmarks/npu_smi_calls.py

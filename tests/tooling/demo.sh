@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The demo: build a simulated Kunpeng + Ascend 910B node (an arm64 container under qemu, systemd as PID 1, with
-# the simulated NPUs and fake Ascend packages), then run playbooks/site.yml against it with the demo inventory.
+# the simulated NPUs and fake Ascend packages), then run playbooks/site.yml against it with the demo inventory,
+# twice: the second run changes nothing.
 # Usage: demo.sh            build the node and run the playbook (the node stays up to be explored)
 #        demo.sh --clean    remove the node
 set -euo pipefail
@@ -35,11 +36,14 @@ case $state in
 esac
 echo "node up: $(podman exec "$node" uname -m), $(podman exec "$node" sh -c '. /etc/os-release; echo "$PRETTY_NAME"')"
 
-say "Giving it simulated Ascend 910B NPUs and a driver + firmware installed by hand"
-ansible-playbook -i "$inventory" tests/simulator/node.yml -e '{"ascend_sim_preinstall": ["driver", "firmware"]}'
+say "Giving it simulated Ascend 910B NPUs and the Ascend packages in /root/ascend-packages"
+ansible-playbook -i "$inventory" tests/simulator/node.yml
 
-say "Running playbooks/site.yml against the demo inventory"
+say "Running playbooks/site.yml against the demo inventory: OS tuning, NPU driver + firmware, CANN"
 ansible-playbook -i "$inventory" playbooks/site.yml
+
+say "Running it again: nothing left to change"
+ansible-playbook -i "$inventory" playbooks/site.yml | tee "$repo/.cache/demo-second-run.log" | tail -n 3
 
 say "The node's NPUs as npu-smi shows them"
 podman exec "$node" npu-smi info

@@ -28,7 +28,7 @@ PY
 rm -rf "$work"
 mkdir -p "$work"
 (cd "$repo" && git ls-files -z --cached --others --exclude-standard) |
-  rsync -a --from0 --files-from=- "$repo/" "$work/"
+  rsync -a --ignore-missing-args --from0 --files-from=- "$repo/" "$work/"
 cd "$work"
 git init -q
 git add -A .

@@ -20,10 +20,15 @@ from unittest import mock
 import pytest
 
 from ansible.module_utils import basic
-from ansible.module_utils.testing import patch_module_args
 
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils import _ascend_files
 from ansible_collections.kunpeng_ascend.vllm.plugins.modules import ascend_facts
+from ansible_collections.kunpeng_ascend.vllm.tests.unit.plugins.modules.module_harness import (
+    ExitJson,
+    FailJson,
+    capture_results,
+    run_main,
+)
 from ansible_collections.kunpeng_ascend.vllm.tests.unit.plugins.module_utils.test_ascend_files import (
     DRIVER_25,
     FIRMWARE,
@@ -55,36 +60,16 @@ EMPTY_FACTS = {'driver': None, 'firmware': None, 'install_record': None, 'cann_i
                'hwhiaiuser': NO_ACCOUNT}
 
 
-class ExitJson(Exception):
-    pass
-
-
-class FailJson(Exception):
-    pass
-
-
-def exit_json(module, **result):
-    raise ExitJson(result)
-
-
-def fail_json(module, **result):
-    raise FailJson(result)
-
-
 @pytest.fixture
 def warn(monkeypatch):
     fake = mock.Mock()
     monkeypatch.setattr(basic.AnsibleModule, 'warn', fake)
-    monkeypatch.setattr(basic.AnsibleModule, 'exit_json', exit_json)
-    monkeypatch.setattr(basic.AnsibleModule, 'fail_json', fail_json)
+    capture_results(monkeypatch)
     return fake
 
 
 def run_module(args, outcome=ExitJson):
-    with patch_module_args(args):
-        with pytest.raises(outcome) as raised:
-            ascend_facts.main()
-    return raised.value.args[0]
+    return run_main(ascend_facts.main, args, outcome)
 
 
 def warnings_of(warn):

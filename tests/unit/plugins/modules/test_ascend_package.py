@@ -19,9 +19,14 @@ from unittest import mock
 import pytest
 
 from ansible.module_utils import basic
-from ansible.module_utils.testing import patch_module_args
 
 from ansible_collections.kunpeng_ascend.vllm.plugins.modules import ascend_package
+from ansible_collections.kunpeng_ascend.vllm.tests.unit.plugins.modules.module_harness import (
+    ExitJson,
+    FailJson,
+    capture_results,
+    run_main,
+)
 from ansible_collections.kunpeng_ascend.vllm.tests.unit.plugins.module_utils.test_ascend_packages import (
     DRIVER_OK,
     DRIVER_REBOOT,
@@ -76,22 +81,6 @@ FIRST_INSTALL_FLAGS = {
     'docker-runtime': ['--install', '--quiet', '--nox11'],
 }
 EULA = ('toolkit', 'kernels', 'nnal', 'docker-runtime')
-
-
-class ExitJson(Exception):
-    pass
-
-
-class FailJson(Exception):
-    pass
-
-
-def exit_json(module, **result):
-    raise ExitJson(result)
-
-
-def fail_json(module, **result):
-    raise FailJson(result)
 
 
 class FakeHost:
@@ -164,17 +153,13 @@ def host(monkeypatch, tmp_path):
     monkeypatch.setattr(basic.AnsibleModule, 'run_command', fake.run_command)
     monkeypatch.setattr(basic.AnsibleModule, 'get_bin_path', fake.get_bin_path)
     monkeypatch.setattr(basic.AnsibleModule, 'warn', fake.warn)
-    monkeypatch.setattr(basic.AnsibleModule, 'exit_json', exit_json)
-    monkeypatch.setattr(basic.AnsibleModule, 'fail_json', fail_json)
+    capture_results(monkeypatch)
     monkeypatch.setattr(platform, 'machine', lambda: 'aarch64')
     return fake
 
 
 def run_module(args, outcome=ExitJson):
-    with patch_module_args(args):
-        with pytest.raises(outcome) as raised:
-            ascend_package.main()
-    return raised.value.args[0]
+    return run_main(ascend_package.main, args, outcome)
 
 
 def call(*argv, **kwargs):
@@ -812,8 +797,7 @@ def sim_root(tmp_path, monkeypatch):
     monkeypatch.delenv('ASCEND_SIM_DRIVER_REBOOT', raising=False)
     monkeypatch.setenv('PATH', str(fakebin) + os.pathsep + os.environ.get('PATH', '/usr/bin:/bin'))
     monkeypatch.setenv('TMPDIR', str(tmp_path))
-    monkeypatch.setattr(basic.AnsibleModule, 'exit_json', exit_json)
-    monkeypatch.setattr(basic.AnsibleModule, 'fail_json', fail_json)
+    capture_results(monkeypatch)
     monkeypatch.setattr(basic.AnsibleModule, 'warn', mock.Mock())
     # Never let an installer loose on this machine's root.
     assert os.environ['ASCEND_SIM_ROOT'] not in ('', '/')

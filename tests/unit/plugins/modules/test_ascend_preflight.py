@@ -17,10 +17,15 @@ from unittest import mock
 import pytest
 
 from ansible.module_utils import basic
-from ansible.module_utils.testing import patch_module_args
 
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils import _ascend_files
 from ansible_collections.kunpeng_ascend.vllm.plugins.modules import ascend_preflight
+from ansible_collections.kunpeng_ascend.vllm.tests.unit.plugins.modules.module_harness import (
+    ExitJson,
+    FailJson,
+    capture_results,
+    run_main,
+)
 from ansible_collections.kunpeng_ascend.vllm.tests.unit.plugins.module_utils.test_npu_smi import (
     load_fixture as load_npu_smi,
 )
@@ -49,22 +54,6 @@ MISSING_NPU_SMI = ('npu-smi is not installed: the NPU driver is not installed ye
 MISSING_FIX = 'none before the first driver install; if the driver is installed, set npu_smi_path'
 
 StatVfs = collections.namedtuple('StatVfs', 'f_bavail f_frsize')
-
-
-class ExitJson(Exception):
-    pass
-
-
-class FailJson(Exception):
-    pass
-
-
-def exit_json(module, **result):
-    raise ExitJson(result)
-
-
-def fail_json(module, **result):
-    raise FailJson(result)
 
 
 class FakeHost:
@@ -143,8 +132,7 @@ def host(monkeypatch, tmp_path):
     monkeypatch.setattr(basic.AnsibleModule, 'run_command', fake.run_command)
     monkeypatch.setattr(basic.AnsibleModule, 'get_bin_path', fake.get_bin_path)
     monkeypatch.setattr(basic.AnsibleModule, 'warn', fake.warn)
-    monkeypatch.setattr(basic.AnsibleModule, 'exit_json', exit_json)
-    monkeypatch.setattr(basic.AnsibleModule, 'fail_json', fail_json)
+    capture_results(monkeypatch)
     monkeypatch.setattr(ascend_preflight, 'is_executable', fake.executables.__contains__)
     monkeypatch.setattr(platform, 'machine', lambda: fake.machine)
     monkeypatch.setattr(platform, 'release', lambda: RELEASE)
@@ -154,10 +142,7 @@ def host(monkeypatch, tmp_path):
 
 def run_module(host, args, outcome=ExitJson):
     args = dict({'root': host.root, 'sysfs_path': host.sysfs}, **args)
-    with patch_module_args(args):
-        with pytest.raises(outcome) as raised:
-            ascend_preflight.main()
-    return raised.value.args[0]
+    return run_main(ascend_preflight.main, args, outcome)
 
 
 def statuses(result):

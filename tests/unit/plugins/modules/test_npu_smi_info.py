@@ -13,11 +13,16 @@ from unittest import mock
 import pytest
 
 from ansible.module_utils import basic
-from ansible.module_utils.testing import patch_module_args
 
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils import _command
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._npu_smi import parse_npu_smi_info
 from ansible_collections.kunpeng_ascend.vllm.plugins.modules import npu_smi_info
+from ansible_collections.kunpeng_ascend.vllm.tests.unit.plugins.modules.module_harness import (
+    ExitJson,
+    FailJson,
+    capture_results,
+    run_main,
+)
 from ansible_collections.kunpeng_ascend.vllm.tests.unit.plugins.module_utils.test_npu_smi import (
     HWHIAIUSER_HINT,
     load_fixture,
@@ -32,22 +37,6 @@ TIMED_OUT_HINT = ('npu-smi hung and was stopped by the timeout: a driver or devi
 
 BUSY_910B3 = 'npu-smi-info_910B3_25.0.rc1.b010_8npu_8procs_busy.txt'
 DUO_310P3 = 'npu-smi-info_310P3-Duo_25.2.0_4card-2chip_procs.txt'
-
-
-class ExitJson(Exception):
-    pass
-
-
-class FailJson(Exception):
-    pass
-
-
-def exit_json(module, **result):
-    raise ExitJson(result)
-
-
-def fail_json(module, **result):
-    raise FailJson(result)
 
 
 class FakeHost:
@@ -77,17 +66,13 @@ def host(monkeypatch):
     monkeypatch.setattr(basic.AnsibleModule, 'run_command', fake.run_command)
     monkeypatch.setattr(basic.AnsibleModule, 'get_bin_path', fake.get_bin_path)
     monkeypatch.setattr(basic.AnsibleModule, 'warn', fake.warn)
-    monkeypatch.setattr(basic.AnsibleModule, 'exit_json', exit_json)
-    monkeypatch.setattr(basic.AnsibleModule, 'fail_json', fail_json)
+    capture_results(monkeypatch)
     monkeypatch.setattr(_command, 'is_executable', fake.executables.__contains__)
     return fake
 
 
 def run_module(args, outcome=ExitJson):
-    with patch_module_args(args):
-        with pytest.raises(outcome) as raised:
-            npu_smi_info.main()
-    return raised.value.args[0]
+    return run_main(npu_smi_info.main, args, outcome)
 
 
 def npu_smi_call(*args, **prefix):

@@ -14,6 +14,7 @@ import os
 
 import pytest
 
+from ansible_collections.kunpeng_ascend.vllm.tests.unit.plugins.module_utils.fixtures import fixture_text
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils import _ascend_files
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._ascend_files import (
     RootFS,
@@ -47,7 +48,6 @@ from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._ascend_files 
     version_cfg_version,
 )
 
-FIXTURE_DIR = os.path.join(os.path.dirname(__file__), os.pardir, os.pardir, 'fixtures', 'ascend_files')
 
 DRIVER_24 = 'driver-version.info_24.1.rc1_mindcluster-doc.txt'
 DRIVER_25 = 'driver-version.info_25.3.rc1_faq-indented.txt'
@@ -63,10 +63,7 @@ CFG_COMPONENTS = ('runtime', 'compiler', 'hccl', 'opp', 'toolkit', 'aoe', 'ncs',
 
 
 def load_fixture(name):
-    """Return a sample's text: what follows its SOURCE/NOTE header and the first '---' line."""
-    with open(os.path.join(FIXTURE_DIR, name), encoding='utf-8') as fixture:
-        lines = fixture.read().splitlines(True)
-    return ''.join(lines[[line.rstrip('\n') for line in lines].index('---') + 1:])
+    return fixture_text('ascend_files', name)
 
 
 def parse(parser, text, source='F', **kwargs):

@@ -13,6 +13,7 @@ import os
 
 import pytest
 
+from ansible_collections.kunpeng_ascend.vllm.tests.unit.plugins.module_utils.fixtures import fixture_text
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._ascend_packages import (
     InstalledRun,
     InstallLog,
@@ -31,7 +32,6 @@ from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._ascend_packag
     version_order,
 )
 
-FIXTURE_DIR = os.path.join(os.path.dirname(__file__), os.pardir, os.pardir, 'fixtures', 'installer')
 
 DRIVER_OK = 'installer_driver-910b-25.0.rc1.1_full-install-success.txt'
 DRIVER_DIRECT = 'installer_driver-910-23.0.rc1_full-install-success_Direct.txt'
@@ -44,10 +44,7 @@ TOOLKIT_DEB_NO_PYTHON = 'installer_cann-toolkit-deb_error_no-python_dpkg.txt'
 
 
 def load_fixture(name):
-    """Return a fixture's captured text: what follows its SOURCE/NOTE header and the first '---' line."""
-    with open(os.path.join(FIXTURE_DIR, name), encoding='utf-8') as fixture:
-        lines = fixture.read().splitlines(True)
-    return ''.join(lines[[line.rstrip('\n') for line in lines].index('---') + 1:])
+    return fixture_text('installer', name)
 
 
 def test_fixture_loader_strips_the_source_header():

@@ -8,10 +8,10 @@
 
 from __future__ import annotations
 
-import os
 
 import pytest
 
+from ansible_collections.kunpeng_ascend.vllm.tests.unit.plugins.module_utils.fixtures import fixture_text
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._npu_smi import (
     CHIP_KEYS,
     describe_npu_smi_failure,
@@ -20,17 +20,13 @@ from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._npu_smi impor
     parse_npu_smi_key_values,
 )
 
-FIXTURE_DIR = os.path.join(os.path.dirname(__file__), os.pardir, os.pardir, 'fixtures', 'npu_smi')
 
 HWHIAIUSER_HINT = ('the user running npu-smi is not in group HwHiAiUser, which owns the /dev/davinci* devices: '
                    'add it (usermod -aG HwHiAiUser USER, then log in again) or run the task as root (become: true)')
 
 
 def load_fixture(name):
-    """Return a fixture's captured output: what follows its SOURCE/NOTE header and the first '---' line."""
-    with open(os.path.join(FIXTURE_DIR, name), encoding='utf-8') as fixture:
-        lines = fixture.read().splitlines(True)
-    return ''.join(lines[[line.rstrip('\n') for line in lines].index('---') + 1:])
+    return fixture_text('npu_smi', name)
 
 
 def parse(text):

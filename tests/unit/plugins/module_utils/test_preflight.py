@@ -8,10 +8,10 @@
 
 from __future__ import annotations
 
-import os
 
 import pytest
 
+from ansible_collections.kunpeng_ascend.vllm.tests.unit.plugins.module_utils.fixtures import fixture_text
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._ascend_files import parse_driver_version_info
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._npu_smi import (
     describe_npu_smi_failure,
@@ -36,7 +36,6 @@ from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._preflight imp
 )
 from ansible_collections.kunpeng_ascend.vllm.tests.unit.plugins.module_utils.test_npu_smi import load_fixture as load_npu_smi
 
-FIXTURE_DIR = os.path.join(os.path.dirname(__file__), os.pardir, os.pardir, 'fixtures', 'preflight')
 
 GIB = 1024 ** 3
 DRIVER_NOTE = 'a CANN newer than the driver supports is the most reported vllm-ascend failure'
@@ -50,10 +49,7 @@ ROW_0_18 = ('vllm-ascend 0.18.0 (vLLM 0.18.0, Python >=3.10,<3.12, CANN 8.5.1, t
 
 
 def load_fixture(name):
-    """A fixture's captured text: what follows its SOURCE/NOTE header and the first '---' line."""
-    with open(os.path.join(FIXTURE_DIR, name), encoding='utf-8') as fixture:
-        lines = fixture.read().splitlines(True)
-    return ''.join(lines[[line.rstrip('\n') for line in lines].index('---') + 1:])
+    return fixture_text('preflight', name)
 
 
 def result(name, status, message, fix=None):

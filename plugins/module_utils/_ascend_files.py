@@ -16,8 +16,11 @@ Two layers, kept apart so that the parsers are tested on text:
   cannot be read is reported through the ``warn`` callback as ``FILE line N: ...`` and the value is null;
   they never raise on odd input.
 * readers (``RootFS``, ``read_*``, ``scan_npu_devices``, ``gather_ascend_facts``): find the files under a root
-  directory and hand their text to the parsers. A missing file is an absent component (null), an unreadable
-  one a warning naming the file.
+  directory and hand their text to the parsers. A missing file is an absent component (null). A file that is
+  there but cannot be read as a regular file (a directory, a FIFO, a device, a symbolic link loop, no
+  permission, too large) is a warning naming it and null, or, for ``read_installed`` (a package decision),
+  an ``UnreadableFile`` error: what is installed is then unknown, not absent. Only regular files are opened
+  (sysfs attributes are regular files), never blocking, and at most ``MAX_FILE_BYTES`` are read.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ import grp
 import os
 import pwd
 import re
+import stat
 
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._version import version_sort_key
 
@@ -51,21 +55,60 @@ CANN_INSTALL_INFO = '/etc/Ascend/ascend_cann_install.info'
 NPU_USER = 'HwHiAiUser'
 NPU_GROUP = 'HwHiAiUser'
 
-# Files larger than this are not version files; reading stops there (the facts must stay cheap).
+# Files larger than this are not version files: such a file is reported and not read (the facts must stay cheap).
 MAX_FILE_BYTES = 1024 * 1024
 # Symlinks followed while resolving one path, as the kernel's limit.
 MAX_SYMLINKS = 40
+# Linux's largest NR_CPUS (x86_64 with MAXSMP, powerpc; arm64 allows 4096): no CPU list names more CPUs.
+MAX_CPUS = 8192
+# The kernel's CPUs that can ever be online, under the sysfs top directory.
+POSSIBLE_CPUS = '/devices/system/cpu/possible'
+# What a file that is not a regular file is, by the file type bits of its mode.
+FILE_TYPES = (
+    (stat.S_ISDIR, 'a directory'),
+    (stat.S_ISFIFO, 'a FIFO (named pipe)'),
+    (stat.S_ISCHR, 'a character device'),
+    (stat.S_ISBLK, 'a block device'),
+    (stat.S_ISSOCK, 'a socket'),
+)
 
 _BRACKET_LIST = re.compile(r'^\[[^\[\]]*\](?:\s*,?\s*\[[^\[\]]*\])*$')
 _BRACKET_GROUP = re.compile(r'\[([^\[\]]*)\]')
 _VERSION_CFG_KEY = re.compile(r'^(?P<component>.+)_(?P<kind>running|upgrade|installed)_version$')
 _VERSION_CFG_HEADER = re.compile(r'^#\s*version\s*:\s*(?P<version>\S+)\s*$')
+_REQUIRED_PACKAGE_KEY = re.compile(r'^required_package_(?P<package>.+)_version$')
 _CPU_RANGE = re.compile(r'^(?P<first>\d+)(?:-(?P<last>\d+))?$')
 _HEX = re.compile(r'^0[xX][0-9a-fA-F]+$')
 
 
 def _ignore(message):
     """Stand in for a ``warn`` callback when the caller gave none."""
+
+
+class UnreadableFile(Exception):
+    """A file that is there but cannot be read as a regular file: ``path`` (as this machine names it) and why."""
+
+    def __init__(self, path, reason):
+        super().__init__('%s: %s' % (path, reason))
+        self.path = path
+        self.reason = reason
+
+
+def replace_undecodable(value):
+    """``value`` (str, or dicts and lists of them) with valid UTF-8 text only: bytes of a file or directory name
+    that are not UTF-8 (which Python keeps as lone surrogates) become U+FFFD, as file contents do when read;
+    ansible-core 2.19's controller refuses a whole task result that holds one such string."""
+    if isinstance(value, dict):
+        return {replace_undecodable(key): replace_undecodable(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [replace_undecodable(item) for item in value]
+    if not isinstance(value, str):
+        return value
+    try:
+        raw = value.encode('utf-8', 'surrogateescape')
+    except UnicodeEncodeError:
+        raw = value.encode('utf-8', 'replace')  # a surrogate that stands for no byte
+    return raw.decode('utf-8', 'replace')
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -264,8 +307,33 @@ def version_cfg_version(version_cfg, component):
     return None, None
 
 
+def parse_opp_kernel_version_info(text, source, warn=None):
+    """``<toolkit>/opp_kernel/version.info``, the record of the CANN kernels package: ``Version=`` is its ops build
+    (``8.2.0.0.201``), ``version_dir=`` the CANN release it belongs to and is named by (``8.2.RC1``), and
+    ``required_package_<name>_version="<range>"`` lines say which versions of the other CANN packages it needs.
+
+    :returns: ``{version (of version_dir=), inner_version (of Version=), timestamp, required_packages ({name:
+        range}, quotes removed), values}``.
+    """
+    warn = warn or _ignore
+    values = parse_key_values(text, source, warn)
+    required = {}
+    for key, value in values.values.items():
+        match = _REQUIRED_PACKAGE_KEY.match(key)
+        if match:
+            required[match.group('package')] = value.strip('"')
+    return {
+        'version': _require(values, 'version_dir', warn),
+        'inner_version': values.get('Version'),
+        'timestamp': values.get('timestamp'),
+        'required_packages': required,
+        'values': values.values,
+    }
+
+
 def parse_kernels_version_info(text, source, warn=None):
-    """``<toolkit>/opp/built-in/op_impl/ai_core/tbe/kernel/<soc>/version.info`` (``Version=``, ``soc=``)."""
+    """``<toolkit>/opp/built-in/op_impl/ai_core/tbe/kernel/<soc>/version.info`` (``Version=``, ``soc=``), a
+    kernels record per SoC (the simulator's fake kernels package writes it)."""
     warn = warn or _ignore
     values = parse_key_values(text, source, warn)
     return {
@@ -343,15 +411,15 @@ def parse_docker_runtime_install_info(text, source, warn=None):
     }
 
 
-def expand_cpulist(text):
-    """Expand a sysfs CPU list: ``'0-23,48-71'`` -> ``[0, ..., 23, 48, ..., 71]``; ``''`` -> ``[]``.
+def parse_cpu_ranges(text):
+    """The ranges of a sysfs CPU list, unexpanded: ``'0-23,48-71'`` -> ``[(0, 23), (48, 71)]``; ``''`` -> ``[]``.
 
     :raises ValueError: when the text is not a list of ``N`` or ``N-M`` items.
     """
-    cpus = []
+    ranges = []
     text = text.strip()
     if not text:
-        return cpus
+        return ranges
     for item in text.split(','):
         match = _CPU_RANGE.match(item.strip())
         if not match:
@@ -360,6 +428,28 @@ def expand_cpulist(text):
         last = int(match.group('last') or first)
         if last < first:
             raise ValueError('%r is a descending range' % item.strip())
+        ranges.append((first, last))
+    return ranges
+
+
+def expand_cpulist(text, cpu_count):
+    """Expand a sysfs CPU list: ``'0-23,48-71'`` -> ``[0, ..., 23, 48, ..., 71]``; ``''`` -> ``[]``.
+
+    :param cpu_count: how many CPUs the machine can have (see :func:`possible_cpu_count`). A list that names a
+        CPU beyond them, or more CPUs than that, is refused before anything is expanded, so a corrupt list
+        (``0-4000000000``) costs nothing.
+    :raises ValueError: when the text is not a list of ``N`` or ``N-M`` items, or names CPUs the machine cannot have.
+    """
+    ranges = parse_cpu_ranges(text)
+    total = 0
+    for first, last in ranges:
+        if last >= cpu_count:
+            raise ValueError('CPU %d is beyond the %d CPUs this machine can have (0-%d)' % (last, cpu_count, cpu_count - 1))
+        total += last - first + 1
+    if total > cpu_count:
+        raise ValueError('%d CPUs are listed, more than the %d this machine can have' % (total, cpu_count))
+    cpus = []
+    for first, last in ranges:
         cpus.extend(range(first, last + 1))
     return cpus
 
@@ -427,10 +517,15 @@ class RootFS:
     resolved inside the root: an absolute target is taken from the root, not from this machine's ``/`` (for a
     chroot or a container image), except a target that already starts with the root directory (links made by
     installers that were told to install into that directory).
+
+    A path that is there but cannot be read, listed or looked at (see :meth:`read`) is reported through the
+    ``warn`` callback of the call, naming the file and why; with ``strict`` it raises :class:`UnreadableFile`
+    instead, for decisions that must not be taken on a guess.
     """
 
-    def __init__(self, root='/'):
+    def __init__(self, root='/', strict=False):
         self.root = os.path.abspath(root)
+        self.strict = strict
 
     def host_path(self, path):
         """Where ``path`` of the system is on this machine."""
@@ -456,7 +551,11 @@ class RootFS:
             links += 1
             if links > MAX_SYMLINKS:
                 return None
-            target = os.readlink(host)
+            try:
+                target = os.readlink(host)
+            except OSError:  # removed or replaced since: the lookup that follows tells what is there now
+                resolved.append(part)
+                continue
             if target.startswith('/'):
                 if self.root != '/' and (target == self.root or target.startswith(self.root + '/')):
                     target = target[len(self.root):]
@@ -464,54 +563,131 @@ class RootFS:
             pending = [piece for piece in target.split('/') if piece] + pending
         return '/' + '/'.join(resolved)
 
-    def _host(self, path):
+    def _lookup(self, path):
+        """``(host path, os.stat_result)`` of ``path``, the result None when nothing is there.
+
+        :raises UnreadableFile: when whether something is there cannot be told (a link loop, no permission).
+        """
         resolved = self.resolve(path)
-        return self.host_path(resolved) if resolved else None
+        if resolved is None:
+            raise UnreadableFile(self.host_path(path), 'a symbolic link loop')
+        host = self.host_path(resolved)
+        try:
+            return host, os.stat(host)
+        except OSError as error:
+            if error.errno in (errno.ENOENT, errno.ENOTDIR):
+                return host, None
+            raise UnreadableFile(host, 'cannot be looked at: %s' % (error.strerror or error))
+
+    def _report(self, error, warn, consequence):
+        if self.strict:
+            raise error
+        (warn or _ignore)('%s; %s' % (error, consequence))
+
+    def _found(self, path, warn):
+        """The stat result of ``path``, None when nothing is there or it cannot be told (then reported)."""
+        try:
+            return self._lookup(path)[1]
+        except UnreadableFile as error:
+            self._report(error, warn, 'it is ignored')
+            return None
 
     def is_file(self, path):
-        host = self._host(path)
-        return bool(host) and os.path.isfile(host)
+        """Whether ``path`` is a regular file (silently False when that cannot be told)."""
+        try:
+            found = self._lookup(path)[1]
+        except UnreadableFile:
+            return False
+        return found is not None and stat.S_ISREG(found.st_mode)
 
-    def is_dir(self, path):
-        host = self._host(path)
-        return bool(host) and os.path.isdir(host)
+    def is_dir(self, path, warn=None):
+        """Whether ``path`` is a directory; False, reported through ``warn``, when that cannot be told."""
+        found = self._found(path, warn)
+        return found is not None and stat.S_ISDIR(found.st_mode)
 
     def exists(self, path):
-        host = self._host(path)
-        return bool(host) and os.path.exists(host)
-
-    def listdir(self, path):
-        """Sorted entry names of a directory; ``[]`` when it is missing or cannot be listed."""
-        host = self._host(path)
+        """Whether something is at ``path``, or cannot be told to be absent (a symbolic link loop, a directory
+        that cannot be searched): such a path is to be read, and :meth:`read` says why it cannot be."""
         try:
-            return sorted(os.listdir(host)) if host else []
-        except OSError:
+            return self._lookup(path)[1] is not None
+        except UnreadableFile:
+            return True
+
+    def listdir(self, path, warn=None):
+        """Sorted entry names of a directory; ``[]`` when it is missing or is no directory, and when it cannot
+        be listed (reported through ``warn``). Names that are not UTF-8 keep their bytes as lone surrogates, so
+        that they can still be opened; :func:`replace_undecodable` makes them printable."""
+        try:
+            host, found = self._lookup(path)
+            if found is None or not stat.S_ISDIR(found.st_mode):
+                return []
+            try:
+                return sorted(os.listdir(host))
+            except OSError as error:
+                raise UnreadableFile(host, 'cannot be listed: %s' % (error.strerror or error))
+        except UnreadableFile as error:
+            self._report(error, warn, 'it is not listed')
             return []
 
     def read(self, path, warn=None):
-        """The text of a file (UTF-8, BOM removed), None when it does not exist; a file that exists but cannot
-        be read, or is not text, gives a warning naming it and None."""
+        """The text of a regular file (UTF-8, BOM removed), None when nothing is there.
+
+        Only a regular file is opened (a FIFO, a device or a directory never is), without blocking, and at most
+        ``MAX_FILE_BYTES`` of it are read. Something that is there but is no regular file, cannot be opened or
+        read, or is larger, is reported naming it (see the class) and gives None. Bytes that are not UTF-8 are
+        replaced, with a warning.
+        """
         warn = warn or _ignore
-        host = self._host(path)
-        if host is None:
-            warn('%s: symbolic link loop, the file is not read' % self.host_path(path))
-            return None
         try:
-            with open(host, 'rb') as handle:
-                data = handle.read(MAX_FILE_BYTES + 1)
-        except OSError as error:
-            if error.errno in (errno.ENOENT, errno.ENOTDIR):
-                return None
-            warn('%s: cannot be read: %s' % (host, error.strerror or error))
+            host, data = self._read_bytes(path)
+        except UnreadableFile as error:
+            self._report(error, warn, 'it is not read')
             return None
-        if len(data) > MAX_FILE_BYTES:
-            warn('%s: larger than %d bytes, not a version file; it is not read' % (host, MAX_FILE_BYTES))
+        if data is None:
             return None
         try:
             return data.decode('utf-8-sig')
         except UnicodeDecodeError as error:
             warn('%s: not UTF-8 text (%s); unreadable characters are replaced' % (host, error.reason))
             return data.decode('utf-8-sig', errors='replace')
+
+    def _read_bytes(self, path):
+        """``(host path, the file's bytes)``, the bytes None when nothing is there; :raises UnreadableFile:."""
+        host, found = self._lookup(path)
+        if found is None:
+            return host, None
+        _check_regular(host, found.st_mode)
+        try:
+            # O_NONBLOCK: should the file have become a FIFO since, opening it does not wait for a writer.
+            descriptor = os.open(host, os.O_RDONLY | os.O_NONBLOCK | getattr(os, 'O_NOCTTY', 0))
+        except OSError as error:
+            if error.errno in (errno.ENOENT, errno.ENOTDIR):
+                return host, None
+            raise UnreadableFile(host, 'cannot be opened: %s' % (error.strerror or error))
+        try:
+            _check_regular(host, os.fstat(descriptor).st_mode)
+            chunks = []
+            size = 0
+            while size <= MAX_FILE_BYTES:
+                chunk = os.read(descriptor, MAX_FILE_BYTES + 1 - size)
+                if not chunk:
+                    break
+                chunks.append(chunk)
+                size += len(chunk)
+        except OSError as error:
+            raise UnreadableFile(host, 'cannot be read: %s' % (error.strerror or error))
+        finally:
+            os.close(descriptor)
+        if size > MAX_FILE_BYTES:
+            raise UnreadableFile(host, 'larger than %d bytes, not a version file' % MAX_FILE_BYTES)
+        return host, b''.join(chunks)
+
+
+def _check_regular(host, mode):
+    """:raises UnreadableFile: when ``mode`` is not that of a regular file."""
+    if not stat.S_ISREG(mode):
+        kind = next((name for test, name in FILE_TYPES if test(mode)), 'a special file')
+        raise UnreadableFile(host, '%s, not a regular file' % kind)
 
 
 def _join(*parts):
@@ -542,10 +718,11 @@ def read_cann_install_record(fs, warn=None):
 
 
 def _read_hdk_component(fs, name, bases, parser, warn):
-    """Driver or firmware: ``<base>/<name>/version.info`` for the first base where it exists."""
+    """Driver or firmware: ``<base>/<name>/version.info`` for the first base where it exists; None when it cannot
+    be read (reported), rather than a guess from another base."""
     for base in _unique(bases):
         version_info = _join(base, name, 'version.info')
-        if not fs.is_file(version_info):
+        if not fs.exists(version_info):
             continue
         facts = _read_parsed(fs, version_info, parser, warn)
         if facts is None:
@@ -579,19 +756,17 @@ def cann_bases(cann_record=None, install_path=None):
     return _unique([(cann_record or {}).get('install_path'), DEFAULT_ASCEND_PATH])
 
 
-def _version_dirs(fs, directory, prefix=''):
+def _version_dirs(fs, directory, prefix='', warn=None):
     """Names (without ``prefix``) of the version directories in ``directory``, newest first."""
     names = []
-    for entry in fs.listdir(directory):
-        if entry == 'latest' or not entry.startswith(prefix) or not fs.is_dir(_join(directory, entry)):
-            continue
+    for entry in fs.listdir(directory, warn):
         version = entry[len(prefix):]
-        if version[:1].isdigit():
+        if entry.startswith(prefix) and version[:1].isdigit() and fs.is_dir(_join(directory, entry), warn):
             names.append(version)
     return sorted(names, key=version_sort_key, reverse=True)
 
 
-def toolkit_candidates(fs, cann_record=None, install_path=None):
+def toolkit_candidates(fs, cann_record=None, install_path=None, warn=None):
     """Where a CANN toolkit may be, in order: the recorded ``Toolkit_InstallPath`` (CANN 8.5+), then in each
     base (see :func:`cann_bases`) ``ascend-toolkit/latest``, ``cann`` (CANN 8.5+ link), and the version
     directories ``cann-<version>`` and ``ascend-toolkit/<version>``, newest first. With ``install_path``, only
@@ -600,20 +775,20 @@ def toolkit_candidates(fs, cann_record=None, install_path=None):
     candidates = [None if install_path else record.get('toolkit_install_path')]
     for base in cann_bases(record, install_path):
         candidates += [_join(base, 'ascend-toolkit/latest'), _join(base, 'cann')]
-        candidates += [_join(base, 'cann-' + version) for version in _version_dirs(fs, base, 'cann-')]
+        candidates += [_join(base, 'cann-' + version) for version in _version_dirs(fs, base, 'cann-', warn)]
         toolkit_dir = _join(base, 'ascend-toolkit')
-        candidates += [_join(toolkit_dir, version) for version in _version_dirs(fs, toolkit_dir)]
+        candidates += [_join(toolkit_dir, version) for version in _version_dirs(fs, toolkit_dir, warn=warn)]
     return _unique(candidates)
 
 
-def _toolkit_install_info(fs, path, arch=None):
+def _toolkit_install_info(fs, path, warn, arch=None):
     """``<path>/<arch>-linux/ascend_toolkit_install.info`` (the first arch directory that has one, or only
     ``arch``'s when given), or None."""
-    for entry in fs.listdir(path):
+    for entry in fs.listdir(path, warn):
         wanted = entry == arch + '-linux' if arch else entry.endswith('-linux')
         if wanted:
             info = _join(path, entry, 'ascend_toolkit_install.info')
-            if fs.is_file(info):
+            if fs.exists(info):
                 return info
     return None
 
@@ -623,13 +798,13 @@ def read_toolkit(fs, cann_record=None, warn=None, arch=None, install_path=None):
     holds an ``<arch>-linux/ascend_toolkit_install.info`` (of ``arch`` when given) or a ``version.cfg``; None
     when none does."""
     warn = warn or _ignore
-    for candidate in toolkit_candidates(fs, cann_record, install_path):
-        path = fs.resolve(candidate)
-        if not path or not fs.is_dir(path):
+    for candidate in toolkit_candidates(fs, cann_record, install_path, warn):
+        if not fs.is_dir(candidate, warn):
             continue
-        install_info = _toolkit_install_info(fs, path, arch)
+        path = fs.resolve(candidate)
+        install_info = _toolkit_install_info(fs, path, warn, arch)
         version_cfg_path = _join(path, 'version.cfg')
-        if not install_info and not fs.is_file(version_cfg_path):
+        if not install_info and not fs.exists(version_cfg_path):
             continue
         return _toolkit_facts(fs, candidate, path, install_info, version_cfg_path, warn)
     return None
@@ -637,7 +812,7 @@ def read_toolkit(fs, cann_record=None, warn=None, arch=None, install_path=None):
 
 def _toolkit_facts(fs, candidate, path, install_info, version_cfg_path, warn):
     info = _read_parsed(fs, install_info, parse_toolkit_install_info, warn) if install_info else None
-    version_cfg = _read_parsed(fs, version_cfg_path, parse_version_cfg, warn) if fs.is_file(version_cfg_path) else None
+    version_cfg = _read_parsed(fs, version_cfg_path, parse_version_cfg, warn) if fs.exists(version_cfg_path) else None
     if version_cfg is not None:
         version_cfg['path'] = version_cfg_path
     version, inner_version, source = None, None, None
@@ -651,7 +826,7 @@ def _toolkit_facts(fs, candidate, path, install_info, version_cfg_path, warn):
     ascend_base = base[:-len('/ascend-toolkit')] if layout == 'ascend-toolkit' else base
     set_env = [script for script in (_join(ascend_base, 'ascend-toolkit/set_env.sh'), _join(path, 'set_env.sh'),
                                      _join(ascend_base, 'cann/set_env.sh')) if fs.is_file(script)]
-    installed = _version_dirs(fs, _join(ascend_base, 'ascend-toolkit')) + _version_dirs(fs, ascend_base, 'cann-')
+    installed = _version_dirs(fs, _join(ascend_base, 'ascend-toolkit'), warn=warn) + _version_dirs(fs, ascend_base, 'cann-', warn)
     return {
         'version': version,
         'version_source': source,
@@ -669,21 +844,47 @@ def _toolkit_facts(fs, candidate, path, install_info, version_cfg_path, warn):
     }
 
 
+# The kernels package's record in the toolkit directory (CANN 8.x ascend-toolkit layout), and where its kernels
+# are, a directory per SoC (ascend910b, ...).
+OPP_KERNEL_VERSION_INFO = 'opp_kernel/version.info'
 KERNELS_DIR = 'opp/built-in/op_impl/ai_core/tbe/kernel'
+# The line that says the kernels' version, by the file it is read from (read_kernels' source).
+KERNELS_VERSION_LINES = {'opp_kernel': 'version_dir=', 'version_info': 'Version=', 'version_cfg': 'opp_kernel_installed_version='}
 
 
 def read_kernels(fs, toolkit, warn=None, chip=None):
-    """The CANN kernels (ops) package of a toolkit: ``<toolkit>/opp/built-in/op_impl/ai_core/tbe/kernel/<soc>/
-    version.info`` files (``ascend<chip>`` first when ``chip`` is given, else the first by name), else the
-    ``opp_kernel`` lines of the toolkit's version.cfg (version null when none can be read); None when neither."""
+    """The CANN kernels (ops) package of a toolkit, from the first of:
+
+    * ``<toolkit>/opp_kernel/version.info``, the kernels package's record (its ``version_dir=``); the SoCs are the
+      ``ascend*`` directories of ``<toolkit>/opp/built-in/op_impl/ai_core/tbe/kernel``;
+    * ``<toolkit>/opp/built-in/op_impl/ai_core/tbe/kernel/<soc>/version.info`` files, a record per SoC
+      (``ascend<chip>`` first when ``chip`` is given, else the first by name);
+    * the ``opp_kernel`` lines of the toolkit's version.cfg (version null when none can be read).
+
+    None when none is there, or when the record is there but cannot be read (reported).
+    """
     warn = warn or _ignore
     if not toolkit:
         return None
     kernel_dir = _join(toolkit['path'], KERNELS_DIR)
+    entries = fs.listdir(kernel_dir, warn)
+    record = _join(toolkit['path'], OPP_KERNEL_VERSION_INFO)
+    if fs.exists(record):
+        facts = _read_parsed(fs, record, parse_opp_kernel_version_info, warn)
+        if facts is None:
+            return None
+        return {
+            'version': facts['version'],
+            'inner_version': facts['inner_version'],
+            'source': 'opp_kernel',
+            'path': record,
+            'socs': [entry for entry in entries if entry.startswith('ascend') and fs.is_dir(_join(kernel_dir, entry), warn)],
+            'required_packages': facts['required_packages'],
+        }
     found = []
-    for entry in fs.listdir(kernel_dir):
+    for entry in entries:
         version_info = _join(kernel_dir, entry, 'version.info')
-        if fs.is_file(version_info):
+        if fs.exists(version_info):
             facts = _read_parsed(fs, version_info, parse_kernels_version_info, warn)
             if facts is not None:
                 found.append((version_info, entry, facts))
@@ -696,13 +897,14 @@ def read_kernels(fs, toolkit, warn=None, chip=None):
             'source': 'version_info',
             'path': version_info,
             'socs': [kernel['soc'] or name for unused_path, name, kernel in found],
+            'required_packages': None,
         }
     version_cfg = toolkit.get('version_cfg')
     if version_cfg and 'opp_kernel' in version_cfg['components']:
         # A line that cannot be read was reported by parse_version_cfg; the version is then null.
         version, inner_version = version_cfg_version(version_cfg, 'opp_kernel')
         return {'version': version, 'inner_version': inner_version, 'source': 'version_cfg',
-                'path': version_cfg['path'], 'socs': None}
+                'path': version_cfg['path'], 'socs': None, 'required_packages': None}
     return None
 
 
@@ -712,11 +914,13 @@ def read_nnal(fs, cann_record=None, warn=None, install_path=None):
     warn = warn or _ignore
     for base in cann_bases(cann_record, install_path):
         atb = _join(base, 'nnal/atb')
-        versions = _version_dirs(fs, atb)
+        versions = _version_dirs(fs, atb, warn=warn)
         for candidate in [_join(atb, 'latest')] + [_join(atb, version) for version in versions]:
+            if not fs.is_dir(candidate, warn):
+                continue
             path = fs.resolve(candidate)
-            version_info = _join(path, 'version.info') if path else None
-            if not version_info or not fs.is_file(version_info):
+            version_info = _join(path, 'version.info')
+            if not fs.exists(version_info):
                 continue
             facts = _read_parsed(fs, version_info, parse_nnal_version_info, warn)
             if facts is None:
@@ -734,10 +938,17 @@ def _docker_runtime(fs, warn, install_path=None, version_info_first=False):
     path = _join(install_path or DEFAULT_ASCEND_PATH, 'Ascend-Docker-Runtime')
     install_info = _join(path, 'ascend_docker_runtime_install.info')
     version_info = _join(path, 'version.info')
-    facts = _read_parsed(fs, install_info, parse_docker_runtime_install_info, warn) if fs.is_file(install_info) else None
+    facts = None
+    if fs.exists(install_info):
+        facts = _read_parsed(fs, install_info, parse_docker_runtime_install_info, warn)
+        if facts is None:
+            return None, None  # there but unreadable (reported): not a guess from version.info
     version_file = install_info
-    if (facts is None or version_info_first) and fs.is_file(version_info):
-        values = parse_key_values(fs.read(version_info, warn) or '', fs.host_path(version_info), warn)
+    if (facts is None or version_info_first) and fs.exists(version_info):
+        text = fs.read(version_info, warn)
+        if text is None:
+            return None, None
+        values = parse_key_values(text, fs.host_path(version_info), warn)
         if facts is None:
             facts = {'install_path': None, 'install_scene': None, 'injection_mode': None, 'values': values.values}
             install_info = None
@@ -766,8 +977,12 @@ def read_installed(fs, component, install_path=None, arch=None, chip=None, warn=
     :returns: None when the component is not installed, else the reader's facts plus ``version_file`` (the file
         its version is read from, as the system sees it) and ``version_line`` (how the line that says it starts,
         ``Version=``); ``version`` is None when that file has no usable such line.
+    :raises UnreadableFile: when a file that says whether or which version is installed is there but cannot be
+        read (a directory, a FIFO, a link loop, no permission, ...): what is installed is then unknown, and a
+        package decision must not be taken on the guess that it is absent.
     """
     warn = warn or _ignore
+    fs = RootFS(fs.root, strict=True)
     if component in ('driver', 'firmware'):
         reader = read_driver if component == 'driver' else read_firmware
         facts = reader(fs, read_install_record(fs, warn), warn, install_path)
@@ -793,8 +1008,7 @@ def read_installed(fs, component, install_path=None, arch=None, chip=None, warn=
         facts = read_kernels(fs, read_toolkit(fs, cann_record, warn, install_path=install_path), warn, chip)
         if not facts:
             return None
-        line = 'Version=' if facts['source'] == 'version_info' else 'opp_kernel_installed_version='
-        return dict(facts, version_file=facts['path'], version_line=line)
+        return dict(facts, version_file=facts['path'], version_line=KERNELS_VERSION_LINES[facts['source']])
     raise ValueError('%r is not an Ascend component (driver, firmware, toolkit, kernels, nnal, docker-runtime)'
                      % (component,))
 
@@ -810,13 +1024,36 @@ def _read_sysfs_value(sysfs, path, parser, warn):
         return None
 
 
-def scan_npu_devices(sysfs, warn=None):
+def possible_cpu_count(sysfs, warn=None):
+    """How many CPUs the machine of a sysfs tree can have: one more than the highest CPU of its
+    ``devices/system/cpu/possible`` (``0-191`` -> 192), at most ``MAX_CPUS``; ``MAX_CPUS`` when the tree has no
+    such file (a copy of sysfs) or it cannot be read (reported)."""
+    warn = warn or _ignore
+    text = sysfs.read(POSSIBLE_CPUS, warn)
+    if text is None:
+        return MAX_CPUS
+    try:
+        ranges = parse_cpu_ranges(text)
+        if not ranges:
+            raise ValueError('no CPU is listed')
+        count = max(last for unused_first, last in ranges) + 1
+        if count > MAX_CPUS:
+            raise ValueError('CPU %d is beyond the %d CPUs Linux supports' % (count - 1, MAX_CPUS))
+    except ValueError as error:
+        warn('%s line 1: %s; NUMA CPU lists are checked against %d CPUs instead'
+             % (sysfs.host_path(POSSIBLE_CPUS), error, MAX_CPUS))
+        return MAX_CPUS
+    return count
+
+
+def scan_npu_devices(sysfs, warn=None, cpu_count=None):
     """Ascend NPUs among the PCI devices of a sysfs tree (``sysfs`` is a :class:`RootFS` on its top directory):
-    vendor 0x19e5 and class 0x1200, in bus id order, each with its NUMA node and that node's CPUs."""
+    vendor 0x19e5 and class 0x1200, in bus id order, each with its NUMA node and that node's CPUs (checked
+    against ``cpu_count``, by default :func:`possible_cpu_count` of the tree)."""
     warn = warn or _ignore
     devices = []
     node_cpus = {}
-    for bus_id in sysfs.listdir('/bus/pci/devices'):
+    for bus_id in sysfs.listdir('/bus/pci/devices', warn):
         base = '/bus/pci/devices/' + bus_id
         vendor = _read_sysfs_value(sysfs, base + '/vendor', parse_sysfs_hex, warn)
         if vendor != HUAWEI_VENDOR_ID:
@@ -827,7 +1064,9 @@ def scan_npu_devices(sysfs, warn=None):
         device = _read_sysfs_value(sysfs, base + '/device', parse_sysfs_hex, warn)
         node = _read_sysfs_value(sysfs, base + '/numa_node', parse_numa_node, warn)
         if node is not None and node not in node_cpus:
-            node_cpus[node] = _read_node_cpus(sysfs, node, warn)
+            if cpu_count is None:
+                cpu_count = possible_cpu_count(sysfs, warn)
+            node_cpus[node] = _read_node_cpus(sysfs, node, cpu_count, warn)
         cpulist, cpus = node_cpus.get(node, (None, None))
         devices.append({
             'bus_id': bus_id,
@@ -842,14 +1081,16 @@ def scan_npu_devices(sysfs, warn=None):
     return devices
 
 
-def _read_node_cpus(sysfs, node, warn):
+def _read_node_cpus(sysfs, node, cpu_count, warn):
     path = '/devices/system/node/node%d/cpulist' % node
-    text = sysfs.read(path, warn)
-    if text is None:
+    if not sysfs.exists(path):
         warn('%s: missing, the CPUs of NUMA node %d are returned as null' % (sysfs.host_path(path), node))
         return None, None
+    text = sysfs.read(path, warn)
+    if text is None:
+        return None, None
     try:
-        return text.strip(), expand_cpulist(text)
+        return text.strip(), expand_cpulist(text, cpu_count)
     except ValueError as error:
         warn('%s line 1: %s; the CPUs of NUMA node %d are returned as null' % (sysfs.host_path(path), error, node))
         return text.strip(), None
@@ -871,19 +1112,33 @@ def read_npu_account(fs, warn=None, user_db=None):
     return {'user': user, 'group': group, 'user_in_group': in_group}
 
 
+def _once_in_valid_utf8(warn):
+    """``warn`` with each message made valid UTF-8 (see :func:`replace_undecodable`) and given once (a directory
+    that cannot be listed is met by several readers)."""
+    given = set()
+
+    def warn_once(message):
+        message = replace_undecodable(message)
+        if message not in given:
+            given.add(message)
+            warn(message)
+    return warn_once
+
+
 def gather_ascend_facts(fs, sysfs, warn=None, user_db=None):
-    """Everything this module knows of an Ascend host, as documented in the ``ascend_facts`` module's RETURN.
+    """Everything this module knows of an Ascend host, as documented in the ``ascend_facts`` module's RETURN, and
+    its warnings (each once), in valid UTF-8 (see :func:`replace_undecodable`).
 
     :param fs: a :class:`RootFS` on the system's root.
     :param sysfs: a :class:`RootFS` on the sysfs top directory (``/sys``).
     :param user_db: see :func:`read_npu_account`.
     """
-    warn = warn or _ignore
+    warn = _once_in_valid_utf8(warn or _ignore)
     install_record = read_install_record(fs, warn)
     cann_record = read_cann_install_record(fs, warn)
     toolkit = read_toolkit(fs, cann_record, warn)
     devices = scan_npu_devices(sysfs, warn)
-    return {
+    return replace_undecodable({
         'driver': read_driver(fs, install_record, warn),
         'firmware': read_firmware(fs, install_record, warn),
         'install_record': install_record,
@@ -895,7 +1150,7 @@ def gather_ascend_facts(fs, sysfs, warn=None, user_db=None):
         'npu_devices': devices,
         'npu_count': len(devices),
         'hwhiaiuser': read_npu_account(fs, warn, user_db),
-    }
+    })
 
 
 def system_user(name):

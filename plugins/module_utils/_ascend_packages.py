@@ -10,23 +10,33 @@ Huawei Ascend packages (``.run``, ``.deb``, ``.rpm``) for the ascend_package mod
 (component, version, architecture, from Huawei's file names or the package's control data), which version of a
 component is installed (from the files the Ascend installers write, read by ``_ascend_files`` as for the facts, or
 from dpkg/rpm), what to do about it (versions compare by ``_version``), the command lines that install, upgrade
-and remove a package (one backend class per format), and what an installer's output and log say when it fails.
-Nothing here touches AnsibleModule: commands run through the CommandRunner the backends are given, and problems are
-raised as PackageError.
+and remove a package (one backend class per format), whether a package file is whole before anything runs it,
+what an installer's output and log say when it fails, and the host-wide lock that keeps two runs from installing
+at once. Nothing here touches AnsibleModule: commands run through the CommandRunner the backends are given, and
+problems are raised as PackageError.
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
+import fcntl
 import os
 import platform
 import re
+import stat
+import struct
+import time
 
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._ascend_files import (
     RootFS,
     parse_key_values,
     read_installed,
 )
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._version import compare_ascend_versions
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._version import (
+    compare_ascend_versions,
+    parse_ascend_version,
+)
 
 COMPONENTS = ('driver', 'firmware', 'toolkit', 'kernels', 'nnal', 'docker-runtime')
 # The Ascend installers log here; the CANN toolkit also (or only, on some releases) in its own file.
@@ -308,6 +318,106 @@ class InstallLog:
         return lines
 
 
+# ---------------------------------------------------------------------------------------------------- package files
+# Read before anything runs a package file, and bounded: a package may be gigabytes.
+
+# A makeself archive is a shell script header followed by its payload; executing anything else as root is what the
+# header check prevents. Every makeself release (2.1 to 2.5) and Huawei's edited headers define these near the top.
+MAKESELF_READ_BYTES = 64 * 1024
+MAKESELF_MARKERS = (
+    ('the "# This script was generated using Makeself" line',
+     re.compile(br'^# This script was generated using Makeself', re.M)),
+    ('label=', re.compile(br'^label=', re.M)),
+    ('filesizes=', re.compile(br'^filesizes="[0-9 ]*[0-9][0-9 ]*"', re.M)),
+    ('a checksum (CRCsum=, MD5= or SHA=)', re.compile(br'^(?:CRCsum|MD5|SHA)=', re.M)),
+    ('MS_Printf', re.compile(br'^MS_Printf\s*\(\)', re.M)),
+)
+_MAKESELF_FILESIZES_RE = re.compile(br'^filesizes="([0-9 ]+)"', re.M)
+# makeself 2.4 and later: the header is the first skip="N" lines, the payload totalsize="N" bytes after it.
+_MAKESELF_SKIP_RE = re.compile(br'^skip="([0-9]+)"', re.M)
+_MAKESELF_TOTALSIZE_RE = re.compile(br'^totalsize="([0-9]+)"', re.M)
+
+# A .deb is an ar archive: a magic line, then members each behind a 60-byte header that ends in "`\n" and holds
+# the member's size in bytes 48-58; a member of odd size is followed by one padding byte.
+AR_MAGIC = b'!<arch>\n'
+_AR_HEADER = struct.Struct('16s32s10s2s')
+
+
+def _nth_line_end(data, count):
+    """The offset just after the ``count``-th newline of ``data``; None when it holds fewer lines."""
+    offset = 0
+    for _index in range(count):
+        found = data.find(b'\n', offset)
+        if found < 0:
+            return None
+        offset = found + 1
+    return offset
+
+
+def check_makeself_header(path):
+    """Refuse ``path`` (PackageError) unless it is a whole makeself archive: its first bytes are a makeself header
+    (MAKESELF_MARKERS) and its size is what the header announces (makeself 2.4+: a header of ``skip`` lines and a
+    ``totalsize`` payload), else at least more than the payload (``filesizes``). Reads MAKESELF_READ_BYTES at most."""
+    with open(path, 'rb') as handle:
+        head = handle.read(MAKESELF_READ_BYTES)
+        size = os.fstat(handle.fileno()).st_size
+    if not head:
+        raise PackageError('%s is empty, not a makeself archive, so nothing was run: download the package again' % path)
+    missing = [] if head.startswith(b'#!') else ['a first line starting with #!']
+    missing += [name for name, marker in MAKESELF_MARKERS if not marker.search(head)]
+    if missing:
+        raise PackageError('%s is not a makeself archive (the Ascend .run installers are), so nothing was run: its '
+                           'first %d KiB lack %s. Download the package again; an error page or a script saved under '
+                           'the package name looks like this' % (path, MAKESELF_READ_BYTES // 1024, ', '.join(missing)))
+    payload = sum(int(number) for number in _MAKESELF_FILESIZES_RE.search(head).group(1).split())
+    skip, total = _MAKESELF_SKIP_RE.search(head), _MAKESELF_TOTALSIZE_RE.search(head)
+    header = _nth_line_end(head, int(skip.group(1))) if skip and total else None
+    if skip and total and header is None and len(head) == size:
+        raise PackageError('%s has %d bytes, which end inside its %s-line makeself header: it is cut short, so nothing '
+                           'was run. Download the package again' % (path, size, skip.group(1).decode('ascii')))
+    if header is not None:
+        expected = header + int(total.group(1))
+        if size != expected:
+            raise PackageError('%s has %d bytes, but its makeself header announces %d (a %d-byte header and a %d-byte '
+                               'payload): it is cut short or damaged, so nothing was run. Download the package again'
+                               % (path, size, expected, header, int(total.group(1))))
+    elif size <= payload:
+        raise PackageError('%s has %d bytes, but its makeself header announces a %d-byte payload after the header: it '
+                           'is cut short, so nothing was run. Download the package again' % (path, size, payload))
+
+
+def check_deb_layout(path):
+    """Refuse ``path`` (PackageError) unless it is a whole .deb: an ar archive whose members (debian-binary first,
+    then control.tar* and data.tar*) all end within the file. Reads only the member headers, so a .deb cut short
+    is refused before dpkg sees it (``dpkg-deb --info`` and ``-f`` read only the control member and accept it)."""
+    size = os.path.getsize(path)
+    members = []
+    with open(path, 'rb') as handle:
+        if handle.read(len(AR_MAGIC)) != AR_MAGIC:
+            raise PackageError('%s is not a Debian package (it does not start like an ar archive), so nothing was '
+                               'run: download the package again' % path)
+        offset = len(AR_MAGIC)
+        while offset < size:
+            handle.seek(offset)
+            header = handle.read(_AR_HEADER.size)
+            name, _fields, length, end_mark = _AR_HEADER.unpack(header) if len(header) == _AR_HEADER.size else (
+                b'', b'', b'', b'')
+            if end_mark != b'`\n' or not length.strip().isdigit():
+                raise PackageError('%s is cut short or damaged: no valid ar member header at byte %d, so nothing was '
+                                   'run. Download the package again' % (path, offset))
+            name = name.decode('ascii', 'replace').strip().rstrip('/')
+            end = offset + _AR_HEADER.size + int(length)
+            if end > size:
+                raise PackageError('%s is cut short: its member %s ends at byte %d, but the file has %d bytes, so '
+                                   'nothing was run. Download the package again' % (path, name, end, size))
+            members.append(name)
+            offset = end + end % 2
+    if not (members[:1] == ['debian-binary'] and any(name.startswith('control.tar') for name in members)
+            and any(name.startswith('data.tar') for name in members)):
+        raise PackageError('%s is not a Debian package: its ar members are %s, not debian-binary, control.tar* and '
+                           'data.tar*, so nothing was run' % (path, ', '.join(members) or 'none'))
+
+
 # ---------------------------------------------------------------------------------------------------- backends
 
 class Command:
@@ -322,10 +432,13 @@ class Command:
 class PackageBackend:
     """One package file of one format. Subclasses fill in inspect(), installed_version() and the commands.
 
-    ``options``: component, install_path, install_username, install_usergroup, extra_args, root.
-    ``which(name)`` returns the path of a tool (the module fails when it is missing). ``host_arch`` is the
-    architecture packages must be built for. inspect() refuses a package for another one before running anything
-    when its file name tells, else right after reading its metadata. ``warnings`` collects what the user should know.
+    ``path`` is absolute (the module makes it so: a bare file name would be run through PATH). ``options``:
+    component, install_path, install_username, install_usergroup, extra_args, root. ``which(name)`` returns the path
+    of a tool (the module fails when it is missing). ``host_arch`` is the architecture packages must be built for.
+    inspect() reads what the package is and refuses, before planning, a file that is not a whole package of its
+    format, a version that does not parse, or another architecture (before running anything when the file name
+    tells, else right after reading its metadata). verify(action) runs the format's own integrity check of the whole
+    file before the package is used. ``warnings`` collects what the user should know.
     """
 
     extension = None
@@ -371,8 +484,27 @@ class PackageBackend:
             raise PackageError('%s is built for %s, but this host is %s: use the package built for %s' % (
                 self.file_name, self.arch, self.host_arch, self.host_arch))
 
-    def verify(self):
-        """Check the package file before it is used (read-only; runs in check mode too)."""
+    def _check_version(self, source):
+        """Refuse a package version the one version comparer cannot read: it could not be compared with the
+        installed version after an install, which would then fail with the host changed."""
+        try:
+            parse_ascend_version(self.version)
+        except ValueError as error:
+            raise PackageError('%s: the package version %s from %s does not parse (%s), so nothing was run: use the '
+                               'package as Huawei names and builds it' % (self.file_name, self.version, source, error))
+
+    def verify(self, action):
+        """Check the whole package file before ``action`` uses it (read-only; runs in check mode too)."""
+
+    def _check_archive(self, argv, check, what):
+        """Run the format's integrity check ``argv`` (``check`` names it in the message); PackageError if it fails."""
+        result = self.runner.run(argv)
+        if result.rc != 0:
+            lines = [line.strip() for line in printable_lines(result.stdout) + printable_lines(result.stderr)
+                     if line.strip()]
+            raise PackageError('%s failed its %s (%s, rc=%d), so nothing was installed: %s. Download the package '
+                               'again' % (self.file_name, what, check, result.rc, '; '.join(lines[-5:]) or 'no output'),
+                               result=result)
 
     def _from_package_name(self, parsed):
         """After reading a .deb/.rpm's metadata: the component from its package name when the file name did not
@@ -400,7 +532,7 @@ class RunPackage(PackageBackend):
     extension = '.run'
 
     def inspect(self):
-        """Component, version and architecture from Huawei's file name (nothing is run)."""
+        """Component, version and architecture from Huawei's file name, and the makeself header (nothing is run)."""
         parsed = self._from_file_name()
         self._apply_component_option(parsed and parsed['component'])
         if not parsed:
@@ -410,7 +542,9 @@ class RunPackage(PackageBackend):
                                    'which ends in _<version>_linux-<arch>.run (or _<version>.run)' % self.file_name)
             self.version, self.arch = generic['version'], generic['arch']
             self._check_architecture()
+        self._check_version('its file name')
         self.name = self.file_name
+        check_makeself_header(self.path)
 
     def installed(self):
         return InstalledRun(self.component, self.options.get('root'), self.options.get('install_path'),
@@ -423,17 +557,12 @@ class RunPackage(PackageBackend):
         finally:
             self.warnings.extend(installed.warnings)
 
-    def verify(self):
-        """``<run> --check``: makeself's integrity check of the archive."""
+    def verify(self, action):
+        """``<run> --check``: makeself's integrity check of the archive (whatever the action: the .run may be what
+        uninstalls)."""
         if not os.access(self.path, os.X_OK):
             raise PackageError('%s is not executable: copy it with mode 0755 (or chmod +x it)' % self.path)
-        result = self.runner.run([self.path, '--check'])
-        if result.rc != 0:
-            lines = [line.strip() for line in printable_lines(result.stdout) + printable_lines(result.stderr)
-                     if line.strip()]
-            raise PackageError('%s failed its archive check (--check, rc=%d), so nothing was installed: %s. Download '
-                               'the package again' % (self.file_name, result.rc, '; '.join(lines[-5:]) or 'no output'),
-                               result=result)
+        self._check_archive([self.path, '--check'], '--check', 'archive check')
 
     def _path_flag(self, action):
         path = self.options.get('install_path')
@@ -476,6 +605,7 @@ class DebPackage(PackageBackend):
 
     def inspect(self):
         parsed = self._from_file_name()
+        check_deb_layout(self.path)
         result = self.run([self.which('dpkg-deb'), '-f', self.path, 'Package', 'Version', 'Architecture'],
                           'dpkg-deb -f %s' % self.file_name)
         control = parse_key_values(result.stdout, 'dpkg-deb -f %s' % self.file_name, separator=':')
@@ -484,6 +614,14 @@ class DebPackage(PackageBackend):
         self.name, self.version = control.get('Package'), control.get('Version')
         self.arch = normalise_arch(control.get('Architecture'))
         self._from_package_name(parsed)
+        self._check_version('its Version field')
+
+    def verify(self, action):
+        """``dpkg-deb --contents``: dpkg unpacks every member, so a damaged payload fails here, not halfway through
+        dpkg -i. Removal (dpkg -r) does not use the file."""
+        if action != 'uninstall':
+            self._check_archive([self.which('dpkg-deb'), '--contents', self.path], 'dpkg-deb --contents',
+                                'archive check')
 
     def installed_version(self):
         result = self.runner.run([self.which('dpkg-query'), '-W', '-f=${Status}\t${Version}', self.name])
@@ -522,6 +660,15 @@ class RpmPackage(PackageBackend):
                 self.file_name, result.stdout), result=result)
         self.name, self.version, self.arch = fields[0], fields[1], normalise_arch(fields[2])
         self._from_package_name(parsed)
+        self._check_version('its VERSION tag')
+
+    def verify(self, action):
+        """``rpm -K --nosignature``: the header and payload digests, which a cut or damaged file fails. Signatures
+        are left out: Huawei's signing key is rarely imported, and rpm -K then fails every package (NOKEY); where a
+        package came from is package_fetch's checksum's concern. Removal (rpm -e) does not use the file."""
+        if action != 'uninstall':
+            self._check_archive([self.which('rpm'), '-K', '--nosignature', self.path], 'rpm -K --nosignature',
+                                'digest check')
 
     def installed_version(self):
         result = self.runner.run([self.which('rpm'), '-q', '--qf', '%{VERSION}\\n', self.name])
@@ -561,3 +708,100 @@ def backend_for(path, runner, which, options, host_arch=None):
             return backend(path, runner, which, options, host_arch)
     raise PackageError('path: %s is not a .run, .deb or .rpm file (the package format is chosen by the file name '
                        'extension)' % path)
+
+
+# ---------------------------------------------------------------------------------------------------- host-wide lock
+
+# One lock file per host for every ascend_package run (whatever root, package or user): the first of these
+# directories that exists, so every run on a host agrees on it.
+LOCK_DIRS = ('/run/lock', '/var/lock', '/run')
+LOCK_NAME = 'kunpeng_ascend_package.lock'
+LOCK_POLL_SECONDS = 0.2
+# What a holder writes into the lock file, and how much of it a waiter reads back.
+HOLDER_FORMAT = 'pid %d: %s, since %s\n'
+HOLDER_READ_BYTES = 1024
+
+
+def host_lock_path():
+    for directory in LOCK_DIRS:
+        if os.path.isdir(directory):
+            return os.path.join(directory, LOCK_NAME)
+    return os.path.join(LOCK_DIRS[-1], LOCK_NAME)
+
+
+class HostLock:
+    """An exclusive flock on ``path``, so that two runs never read, decide and install at the same time (both
+    would install, and each would read the other's half-written state). The holder writes its pid and
+    ``description`` into the file, so that a run that gives up waiting says who holds it. The kernel releases
+    the lock when the holder's process ends, even when it is killed; the installers it runs do not inherit it
+    (Python opens files close-on-exec)."""
+
+    def __init__(self, path, description):
+        self.path = path
+        self.description = description
+        self.fd = None
+
+    @contextlib.contextmanager
+    def held(self, timeout):
+        """Hold the lock for a ``with`` block, waiting at most ``timeout`` seconds (0: not at all) to get it."""
+        self.acquire(timeout)
+        try:
+            yield self
+        finally:
+            self.release()
+
+    def acquire(self, timeout, clock=time.monotonic, sleep=time.sleep):
+        """Take the lock, or raise PackageError naming the holder when ``timeout`` seconds pass first."""
+        fd = self._open()
+        deadline = clock() + timeout
+        try:
+            while not self._try_lock(fd):
+                if clock() >= deadline:
+                    raise PackageError(
+                        'another ascend_package run holds the host-wide lock %s (%s) and did not release it within %d '
+                        'seconds (lock_timeout): wait for it to end and run again, or stop it if it hangs'
+                        % (self.path, self._holder(fd), timeout))
+                sleep(min(LOCK_POLL_SECONDS, max(deadline - clock(), 0)))
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, (HOLDER_FORMAT % (os.getpid(), self.description,
+                                            time.strftime('%Y-%m-%d %H:%M:%S %z'))).encode('utf-8'), 0)
+        except BaseException:
+            os.close(fd)
+            raise
+        self.fd = fd
+
+    def release(self):
+        if self.fd is None:
+            return
+        fd, self.fd = self.fd, None
+        try:
+            os.ftruncate(fd, 0)  # a waiter must not read a holder that has gone
+            fcntl.flock(fd, fcntl.LOCK_UN)
+        finally:
+            os.close(fd)
+
+    def _open(self):
+        # O_NOFOLLOW: in a world-writable lock directory, a symlink planted there must not make root write elsewhere.
+        flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | getattr(os, 'O_CLOEXEC', 0)
+        try:
+            fd = os.open(self.path, flags, 0o644)
+        except OSError as error:
+            raise PackageError('cannot open the host-wide lock %s: %s (ascend_package runs as root: become: true)' % (
+                self.path, error.strerror))
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            os.close(fd)
+            raise PackageError('the host-wide lock %s is not a regular file: remove it' % self.path)
+        return fd
+
+    def _try_lock(self, fd):
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as error:
+            if error.errno in (errno.EAGAIN, errno.EACCES):
+                return False
+            raise PackageError('cannot lock %s: %s' % (self.path, error.strerror))
+        return True
+
+    def _holder(self, fd):
+        text = os.pread(fd, HOLDER_READ_BYTES, 0).decode('utf-8', 'replace').strip()
+        return 'held by ' + text if text else 'its holder has not written its name yet'

@@ -8,22 +8,27 @@
 
 The one way this collection's modules run a command line tool: an argv list through ``module.run_command``
 (never a shell), a parsable locale so that messages can be matched, a time limit through coreutils ``timeout``,
-and failures that report the command, its exit code, stdout and stderr.
+output that is valid UTF-8 whatever bytes the tool printed, and failures that report the command, its exit code,
+stdout and stderr.
 """
 
 from __future__ import annotations
 
 import collections
 import os
+import time
 
 from ansible.module_utils.common.locale import get_best_parsable_locale
 
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._ascend_files import replace_undecodable
+
 # Seconds between timeout's TERM and its KILL, for a tool stuck in the kernel driver.
 KILL_AFTER_SECONDS = 5
-# coreutils timeout exits with these when it stopped the command (TERM, then KILL).
+# coreutils timeout exits with these when it stopped the command (TERM; KILL in --foreground mode).
 TIMED_OUT_RCS = (124, 137)
 
-CommandResult = collections.namedtuple('CommandResult', 'argv rc stdout stderr')
+# timed_out: coreutils timeout stopped the command at the time limit.
+CommandResult = collections.namedtuple('CommandResult', 'argv rc stdout stderr timed_out', defaults=(False,))
 
 
 def is_executable(path):
@@ -57,6 +62,7 @@ class CommandRunner:
 
     def __init__(self, module, timeout):
         self._module = module
+        self._seconds = timeout
         self._prefix = self._timeout_prefix(timeout)
         locale = get_best_parsable_locale(module)
         self._environ = {'LANG': locale, 'LC_ALL': locale, 'LC_MESSAGES': locale}
@@ -76,8 +82,21 @@ class CommandRunner:
         """Run ``argv``; return a CommandResult whatever the exit code."""
         environ = dict(self._environ, **(environ_update or {}))
         full_argv = self._prefix + list(argv)
+        started = time.monotonic()
         rc, stdout, stderr = self._module.run_command(full_argv, data=data, environ_update=environ, check_rc=False)
-        return CommandResult(full_argv, rc, stdout, stderr)
+        # run_command keeps undecodable bytes as lone surrogates, which make ansible-core 2.19's controller refuse
+        # the whole task result; a process name with odd bytes must not break the task.
+        return CommandResult(full_argv, rc, replace_undecodable(stdout), replace_undecodable(stderr),
+                             self._timed_out(rc, time.monotonic() - started))
+
+    def _timed_out(self, rc, elapsed):
+        """Whether coreutils timeout stopped the command: it ran until the limit and ended as timeout ends it.
+
+        That is timeout's own status or a kill: a command that ignores TERM is killed KILL_AFTER_SECONDS later
+        together with timeout itself (it signals its whole process group), so run_command sees -9. The same
+        statuses before the limit are the command's own (a crash, its exit code).
+        """
+        return bool(self._prefix) and elapsed >= self._seconds and (rc in TIMED_OUT_RCS or rc < 0)
 
     def fail(self, result, msg, **extra):
         """Fail the module with ``msg`` and the command's data."""

@@ -14,12 +14,18 @@ callback and parsing goes on, so a new driver's layout degrades to warnings and 
 release (80 to 116 columns, with or without Chip/Device/Phy-ID/Hugepages/HBM columns, with or without a
 separate ``NPU ID`` cell). The parser therefore reads the table's structure, never character offsets: it splits
 rows into ``|`` cells, reads the field names of the header rows and maps every data row's cells to them.
+
+Output cut off part way (npu-smi or its pipe broken off) must not pass for a smaller healthy host, so the result
+says whether the table was read whole: ``complete`` is false, with the reason naming the last line read, unless the
+output ends with a border after a process section that lists what npu-smi always lists (see ``_missing_part``).
 """
 
 from __future__ import annotations
 
 import collections
 import re
+
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._warnings import shorten
 
 # Result keys of a chip, in the order they are returned.
 CHIP_KEYS = (
@@ -90,7 +96,7 @@ _DECIMAL = re.compile(r'^-?\d+\.\d+$')
 # Border lines, including malformed ones such as '+=====+-----=+=====+' seen in real 310P output.
 _BORDER = re.compile(r'^\+[-=+]*$')
 _VERSION_ROW = re.compile(r'npu-smi\s+(?P<tool>\S+)\s+Version:\s*(?P<driver>\S+)')
-_NO_PROCESS_ROW = re.compile(r'^No running processes found in NPU\s*\d+$')
+_NO_PROCESS_ROW = re.compile(r'^No running processes found in NPU\s*(?P<npu_id>\d+)$')
 # Values in a cell holding several fields are separated by blanks, and a pair's halves by '/'.
 _VALUE_SEPARATOR = re.compile(r'[\s/]+')
 # Field names in a header cell are separated by two or more blanks or by '/'; one blank may sit inside a name.
@@ -119,7 +125,8 @@ def parse_npu_smi_info(text, warn=None):
     :param text: the command's standard output (log lines before the table are allowed).
     :param warn: called with one message for every line or value that could not be read.
     :returns: a dict with ``version``, ``driver_version``, ``chips``, ``processes``, ``npu_count``,
-        ``chip_count`` and ``all_healthy``, as documented in the ``npu_smi_info`` module.
+        ``chip_count``, ``all_healthy``, ``complete`` and ``incomplete_reason``, as documented in the
+        ``npu_smi_info`` module. An incomplete table is also reported through ``warn``.
     """
     return _InfoTableParser(warn or _ignore).parse(text or '')
 
@@ -137,6 +144,15 @@ class _InfoTableParser:
         self._columns = None
         self._header = None
         self._reported_unknown_names = set()
+        # What tells a whole table from a cut one: the last line read, whether the table's last line is a border,
+        # whether a process section was seen, its rows (processes and 'No running processes' rows), the NPU ids
+        # it names, and whether its layout names every NPU.
+        self._last_line = None
+        self._ends_with_border = False
+        self._process_section = False
+        self._process_rows = 0
+        self._listed_npu_ids = set()
+        self._lists_every_npu = True
 
     def parse(self, text):
         inside_table = False
@@ -145,12 +161,15 @@ class _InfoTableParser:
             line = line.strip()
             if not line:
                 continue  # npu-smi versions put a blank line between the chip and the process table
+            self._last_line = (lineno, line)
             if _BORDER.match(line):
                 inside_table = True
+                self._ends_with_border = True
                 self._read_block(block)
                 block = []
             elif line.startswith('|'):
                 inside_table = True
+                self._ends_with_border = False
                 block.append(self._split_row(lineno, line))
             elif inside_table:
                 self._warn('npu-smi info line %d: ignored text inside the table: %r' % (lineno, line))
@@ -162,8 +181,9 @@ class _InfoTableParser:
     def _result(self):
         if self._version is None and self._driver_version is None:
             self._warn("npu-smi info: no 'npu-smi ... Version: ...' line found")
-        if self._header is None and not self._chips:
-            self._warn('npu-smi info: no chip table found in the output')
+        incomplete_reason = self._incomplete_reason()
+        if incomplete_reason:
+            self._warn('npu-smi info: ' + incomplete_reason)
         npu_ids = set(chip['npu_id'] for chip in self._chips if chip['npu_id'] is not None)
         return {
             'version': self._version,
@@ -172,8 +192,45 @@ class _InfoTableParser:
             'processes': self._processes,
             'npu_count': len(npu_ids),
             'chip_count': len(self._chips),
-            'all_healthy': bool(self._chips) and all(chip['health'] == 'OK' for chip in self._chips),
+            # A complete table lists at least one chip.
+            'all_healthy': not incomplete_reason and all(chip['health'] == 'OK' for chip in self._chips),
+            'complete': not incomplete_reason,
+            'incomplete_reason': incomplete_reason,
         }
+
+    def _incomplete_reason(self):
+        """None for a whole table, else why not, naming the last line read."""
+        if self._header is None and not self._chips:
+            return 'no chip table found in the output'
+        missing = self._missing_part()
+        if not missing:
+            return None
+        lineno, line = self._last_line
+        return 'the output ends at line %d before the table does (%s), so it is incomplete (cut off?): %r' % (
+            lineno, missing, shorten(line))
+
+    def _missing_part(self):
+        """What a whole ``npu-smi info`` table has that this one lacks, or None.
+
+        npu-smi always ends its table with a border and prints a process section after the chips: a header and
+        rows, or only 'No running processes found in NPU N' rows (single-NPU Ascend 950). Under a header with a
+        Chip column (every layout but the Ascend 950's 'NPU ID' one) it lists every NPU, with that sentence for
+        an idle one, one border-closed block per NPU; so a cut between two blocks shows as NPUs not listed.
+        """
+        if not self._chips:
+            return 'no chip row'
+        if not self._ends_with_border:
+            return 'no closing border'
+        if not self._process_section:
+            return 'no process table'
+        if not self._process_rows:
+            return 'no row after the process table header'
+        if self._lists_every_npu:
+            unlisted = [npu_id for npu_id in dict.fromkeys(chip['npu_id'] for chip in self._chips)
+                        if npu_id is not None and npu_id not in self._listed_npu_ids]
+            if unlisted:
+                return 'the process table does not list NPU %s' % ', '.join(str(npu_id) for npu_id in unlisted)
+        return None
 
     def _split_row(self, lineno, line):
         closed = len(line) > 1 and line.endswith('|')
@@ -200,6 +257,14 @@ class _InfoTableParser:
         header = self._read_header(rows)
         if header:
             self._columns, self._header = header
+            if self._columns is _PROCESS_COLUMNS:
+                self._process_section = True
+                self._lists_every_npu = any('chip_id' in field.column.keys
+                                            for cell in self._header[0] for field in cell if field.column)
+        elif all(_no_process_npu_id(row) is not None for row in rows):
+            # A process section may be these rows alone, without a header (single-NPU Ascend 950).
+            self._process_section = True
+            self._read_process_rows(rows)
         elif self._columns is _CHIP_COLUMNS:
             self._read_chip_rows(rows)
         elif self._columns is _PROCESS_COLUMNS:
@@ -248,11 +313,15 @@ class _InfoTableParser:
 
     def _read_process_rows(self, rows):
         for row in rows:
-            if len(row.cells) == 1 and _NO_PROCESS_ROW.match(row.cells[0]):
+            self._process_rows += 1
+            idle_npu_id = _no_process_npu_id(row)
+            if idle_npu_id is not None:
+                self._listed_npu_ids.add(idle_npu_id)
                 continue
             process = dict.fromkeys(PROCESS_KEYS)
             self._read_row(self._header[0], row, process)
             self._processes.append(process)
+            self._listed_npu_ids.add(process['npu_id'])
 
     def _read_row(self, header_cells, row, record):
         """Fill ``record`` from the cells of ``row`` read against the fields of one header row."""
@@ -293,6 +362,12 @@ class _InfoTableParser:
         self._warn('npu-smi info line %d: %r under %r is not %s, left null: %r'
                    % (row.lineno, value, field.name, 'an integer' if kind == _INT else 'a number', row.text))
         return None
+
+
+def _no_process_npu_id(row):
+    """The NPU id of a 'No running processes found in NPU N' row, else None."""
+    idle = _NO_PROCESS_ROW.match(row.cells[0]) if len(row.cells) == 1 else None
+    return int(idle.group('npu_id')) if idle else None
 
 
 def _header_fields(cell, columns):
@@ -368,36 +443,35 @@ _DCMI_FAILURES = (
 )
 _NOT_INSTALLED = re.compile(r'not found|No such file or directory', re.IGNORECASE)
 _NOT_INSTALLED_HINT = 'npu-smi or a library it needs is missing: the Ascend NPU driver is not installed'
-# 124 is coreutils timeout's status when it stopped the command, 137 when it had to kill it (--kill-after).
-_TIMED_OUT_RCS = (124, 137)
 _TIMED_OUT_HINT = ('npu-smi hung and was stopped by the timeout: a driver or device problem '
                    '(see dmesg and the device health; raise timeout only if the host is merely slow)')
 
 
-def npu_smi_failure_hint(rc, stdout='', stderr=''):
+def npu_smi_failure_hint(rc, stdout='', stderr='', timed_out=False):
     """Return a hint naming the known cause of a failed npu-smi run, or None when the cause is unknown.
 
     The dcmi error codes are recognised whatever ``rc`` is, because npu-smi may print them and exit 0.
+    ``timed_out`` is the command runner's verdict (CommandResult.timed_out): only it knows the time limit.
     """
     output = '%s\n%s' % (stdout or '', stderr or '')
     for pattern, hint in _DCMI_FAILURES:
         if pattern.search(output):
             return hint
-    if rc in _TIMED_OUT_RCS:
+    if timed_out:
         return _TIMED_OUT_HINT
     if rc == 127 or (rc != 0 and _NOT_INSTALLED.search(output)):
         return _NOT_INSTALLED_HINT
     return None
 
 
-def describe_npu_smi_failure(command, rc, stdout='', stderr=''):
+def describe_npu_smi_failure(command, rc, stdout='', stderr='', timed_out=False):
     """Return a failure message: the command, its status, the telling output line and a hint if known."""
     lines = [line.strip() for line in ('%s\n%s' % (stdout or '', stderr or '')).splitlines() if line.strip()]
     telling = [line for line in lines if any(pattern.search(line) for pattern, hint in _DCMI_FAILURES)]
     errors = [line.strip() for line in (stderr or '').splitlines() if line.strip()]
     detail = (telling or errors or lines or ['no output'])[-1].rstrip('.')
     message = '%s failed (rc=%s): %s.' % (command, rc, detail)
-    hint = npu_smi_failure_hint(rc, stdout, stderr)
+    hint = npu_smi_failure_hint(rc, stdout, stderr, timed_out)
     if hint:
         message += ' Hint: %s.' % hint
     return message

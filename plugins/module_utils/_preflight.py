@@ -38,9 +38,6 @@ CHECK_NAMES = (
     'run_user', 'npu_devices', 'npu_processes', 'npu_health', 'driver_version', 'compatibility',
 )
 
-# The result of a command the module ran: its argv (a list), exit code and output.
-CommandOutput = collections.namedtuple('CommandOutput', 'argv rc stdout stderr')
-
 # Tools the NPU driver installer needs (it builds its kernel module with DKMS), and tools it uses, with packages.
 REQUIRED_TOOLS = (('dkms', 'dkms'), ('gcc', 'gcc'), ('make', 'make'))
 USEFUL_TOOLS = (('lspci', 'pciutils'), ('ifconfig', 'net-tools'))
@@ -82,8 +79,10 @@ def _last_line(*texts):
 
 
 def _command_failure(name, output, fix):
+    """A failed check for the CommandResult ``output`` of a command that did not work."""
     detail = _last_line(output.stderr, output.stdout)
-    return check(name, FAIL, '%s failed (rc=%s): %s' % (' '.join(output.argv), output.rc, detail), fix)
+    status = 'rc=%s, stopped at the time limit' % output.rc if output.timed_out else 'rc=%s' % output.rc
+    return check(name, FAIL, '%s failed (%s): %s' % (' '.join(output.argv), status, detail), fix)
 
 
 # --- architecture --------------------------------------------------------------------------------------------
@@ -166,7 +165,8 @@ _NO_MANAGER = 'neither dpkg nor rpm is on PATH, so the package database cannot b
 
 
 def check_package_database(manager, output):
-    """``manager`` 'dpkg', 'rpm' or None; ``output`` of ``dpkg --audit`` or ``rpm -Va --nofiles --nodigest --noscripts``."""
+    """``manager`` 'dpkg', 'rpm' or None; ``output`` the CommandResult of ``dpkg --audit`` or
+    ``rpm -Va --nofiles --nodigest --noscripts``."""
     name = 'package_database'
     if manager is None:
         return check(name, WARN, _NO_MANAGER, 'check the package manager by hand, or skip this check')
@@ -287,15 +287,30 @@ def check_npu_devices(devices, scanned_path, error=None):
 NPU_SMI_MISSING = ('npu-smi is not installed: the NPU driver is not installed yet, which is normal before a first '
                    'install, so %s cannot be checked')
 NPU_SMI_MISSING_FIX = 'none before the first driver install; if the driver is installed, set npu_smi_path'
+NPU_SMI_INCOMPLETE = '%s cannot be checked: npu-smi info printed an incomplete table: %s'
+NPU_SMI_INCOMPLETE_FIX = ('run npu-smi info on the host: output that stops short means npu-smi or the driver broke off '
+                          '(see dmesg, then run the preflight again); a whole table is a parser bug to report with that '
+                          'output')
+
+
+def _npu_smi_unusable(name, npu_smi, what):
+    """The result of check ``name`` when ``npu_smi`` cannot tell ``what``: npu-smi missing, failed or its table
+    incomplete; None when its table can be used."""
+    if not npu_smi['found']:
+        return check(name, WARN, NPU_SMI_MISSING % what, NPU_SMI_MISSING_FIX)
+    if npu_smi['failure']:
+        return check(name, FAIL, npu_smi['failure'], 'repair the driver or the access to it as the message says')
+    if not npu_smi['info']['complete']:
+        return check(name, FAIL, NPU_SMI_INCOMPLETE % (what, npu_smi['info']['incomplete_reason']), NPU_SMI_INCOMPLETE_FIX)
+    return None
 
 
 def check_npu_processes(npu_smi):
     """``npu_smi``: {'found': bool, 'failure': message or None, 'info': parse_npu_smi_info result or None}."""
     name = 'npu_processes'
-    if not npu_smi['found']:
-        return check(name, WARN, NPU_SMI_MISSING % 'the processes holding NPUs', NPU_SMI_MISSING_FIX)
-    if npu_smi['failure']:
-        return check(name, FAIL, npu_smi['failure'], 'repair the driver or the access to it as the message says')
+    unusable = _npu_smi_unusable(name, npu_smi, 'the processes holding NPUs')
+    if unusable:
+        return unusable
     processes = npu_smi['info']['processes']
     if processes:
         listed = ', '.join('pid %s (%s) on NPU %s' % (proc['pid'], proc['name'] or 'no name', proc['npu_id'])
@@ -308,15 +323,14 @@ def check_npu_processes(npu_smi):
 
 
 def check_npu_health(npu_smi):
-    """Every chip of ``npu-smi info`` healthy: OK passes, Warning warns, anything else fails."""
+    """Every chip of ``npu-smi info`` healthy: OK passes, Warning warns, anything else fails.
+
+    A complete table lists at least one chip (else it is reported incomplete)."""
     name = 'npu_health'
-    if not npu_smi['found']:
-        return check(name, WARN, NPU_SMI_MISSING % 'the NPU health', NPU_SMI_MISSING_FIX)
-    if npu_smi['failure']:
-        return check(name, FAIL, npu_smi['failure'], 'repair the driver or the access to it as the message says')
+    unusable = _npu_smi_unusable(name, npu_smi, 'the NPU health')
+    if unusable:
+        return unusable
     chips = npu_smi['info']['chips']
-    if not chips:
-        return check(name, FAIL, 'npu-smi info lists no NPU chip', 'check the driver and the cards (dmesg, lspci -d 19e5:)')
     unhealthy = [chip for chip in chips if (chip['health'] or '').upper() != 'OK']
     if not unhealthy:
         return check(name, PASS, 'all %d NPU chips are healthy (npu-smi info)' % len(chips))

@@ -21,6 +21,12 @@ description:
   - Returns only RV(ansible_facts.ascend). A component that is not installed is null, not an error. A file that
     exists but cannot be read, or a line or value that cannot be understood, gives a warning naming the file
     and line, and the value concerned is null.
+  - "Only regular files are read (sysfs attributes are regular files), without ever waiting on one, and at most
+    1 MiB of each: a file that is there but is something else - a directory, a FIFO, a device, a socket, a symbolic
+    link loop - or lies in a directory that cannot be searched, cannot be opened, or is larger than 1 MiB gives a
+    warning naming it and why, and the component it describes is null (not looked for elsewhere)."
+  - File and directory names whose bytes are not UTF-8, and such bytes in the files read, are returned with the
+    replacement character U+FFFD (as are the warnings), so that the controller accepts the result.
   - Files are found rather than assumed. The driver and firmware are looked up under the paths recorded in
     C(/etc/ascend_install.info), then C(/usr/local/Ascend). The CANN toolkit is looked up, in order, at the
     C(Toolkit_InstallPath) recorded in C(/etc/Ascend/ascend_cann_install.info), then under its C(Install_Path)
@@ -29,6 +35,12 @@ description:
     C(version.cfg) is taken. This covers the layout up to CANN 8.3 (C(ascend-toolkit/<version>) with a
     C(latest) link) and the one from CANN 8.5 (C(cann-<version>), with C(ascend-toolkit/latest) and C(cann)
     pointing at it).
+  - "The CANN kernels (ops) package is read, in order, from its record C(<toolkit>/opp_kernel/version.info)
+    (C(version_dir=) is the CANN release it is named by, C(Version=) its ops build; seen on hosts with CANN 8.2.RC1
+    and 8.3.RC1.alpha001), else from C(<toolkit>/opp/built-in/op_impl/ai_core/tbe/kernel/<soc>/version.info) (a
+    record per SoC, which the collection's simulated kernels package writes), else from the C(opp_kernel) lines of
+    the toolkit's C(version.cfg) (seen on CANN 8.0). The collection's C(docs/facts.md) lists the layouts by CANN
+    release."
 author:
   - kunpeng_ascend.vllm maintainers (@kunpeng-ascend)
 extends_documentation_fragment:
@@ -63,8 +75,8 @@ options:
     default: /
   sysfs_path:
     description:
-      - Directory where sysfs is mounted, read for the NPU PCI devices (C(bus/pci/devices)) and the NUMA nodes'
-        CPUs (C(devices/system/node)).
+      - Directory where sysfs is mounted, read for the NPU PCI devices (C(bus/pci/devices)), the NUMA nodes'
+        CPUs (C(devices/system/node)) and the CPUs the machine can have (C(devices/system/cpu/possible)).
       - It is not put under O(root); the devices are the running machine's, whatever root is inspected.
       - Tests point it at a copy of a sysfs tree.
     type: path
@@ -349,34 +361,52 @@ ansible_facts:
               sample: {package_name: Ascend-cann-toolkit, version: 8.0.0}
         kernels:
           description:
-            - The CANN kernels (ops) package of the toolkit, from the C(version.info) files of
-              C(<toolkit>/opp/built-in/op_impl/ai_core/tbe/kernel/<soc>/), else from the C(opp_kernel) component of
-              the toolkit's C(version.cfg); null when neither exists.
+            - The CANN kernels (ops) package of the toolkit, from its record C(<toolkit>/opp_kernel/version.info), else
+              from the C(version.info) files of C(<toolkit>/opp/built-in/op_impl/ai_core/tbe/kernel/<soc>/), else from
+              the C(opp_kernel) component of the toolkit's C(version.cfg); null when none exists, or when the record is
+              there but cannot be read (with a warning).
           returned: always
           type: complex
           contains:
             version:
-              description: Its version (of the first SoC directory in name order).
+              description:
+                - The CANN release of the kernels, as their package is named - the C(version_dir=) of
+                  C(opp_kernel/version.info) (null, with a warning, without one), the C(Version=) of the first SoC's
+                  C(version.info) in name order, or the version of the C(version.cfg) entry.
               type: str
-              sample: 8.0.0
+              sample: 8.2.RC1
             inner_version:
-              description: Its internal version; null when not recorded.
+              description:
+                - Its internal version - the ops build of C(opp_kernel/version.info) (C(Version=)), the C(innerversion=)
+                  of a SoC's C(version.info), or the first half of the version.cfg entry; null when not recorded.
               type: str
-              sample: V100R001C20SPC001B251
+              sample: 8.2.0.0.201
             source:
-              description: Which file said so.
+              description:
+                - Which file said so - V(opp_kernel) (C(opp_kernel/version.info)), V(version_info) (a SoC's C(version.info))
+                  or V(version_cfg).
               type: str
-              choices: [version_info, version_cfg]
-              sample: version_info
+              choices: [opp_kernel, version_info, version_cfg]
+              sample: opp_kernel
             path:
               description: The file read.
               type: str
-              sample: /usr/local/Ascend/ascend-toolkit/8.0.0/opp/built-in/op_impl/ai_core/tbe/kernel/ascend910b/version.info
+              sample: /usr/local/Ascend/ascend-toolkit/8.2.RC1/opp_kernel/version.info
             socs:
-              description: The SoCs with kernels (the C(soc=) values, else the directory names); null from version.cfg.
+              description:
+                - The SoCs with kernels - the C(ascend*) directories of C(<toolkit>/opp/built-in/op_impl/ai_core/tbe/kernel)
+                  with V(opp_kernel), the C(soc=) values (else the directory names) with V(version_info); null from
+                  version.cfg.
               type: list
               elements: str
               sample: [ascend910b]
+            required_packages:
+              description:
+                - The versions of the other CANN packages the kernels need, by package, from the
+                  C(required_package_<name>_version="<range>") lines of C(opp_kernel/version.info) (quotes removed);
+                  null from the other sources.
+              type: dict
+              sample: {toolkit: ">=7.6, <=8.2", runtime: ">=7.6, <=8.2"}
         nnal:
           description:
             - NNAL (ATB), from C(<base>/nnal/atb/latest/version.info), else the newest C(<base>/nnal/atb/<version>/);
@@ -506,7 +536,11 @@ ansible_facts:
               type: str
               sample: 0-23,48-71
             numa_cpus:
-              description: That node's CPUs, expanded; null without a node or when the list cannot be read.
+              description:
+                - That node's CPUs, expanded; null without a node or when the list cannot be read.
+                - Also null, with a warning, when the list names a CPU the machine cannot have (beyond the highest
+                  of sysfs C(devices/system/cpu/possible), or beyond 8192 without that file) or more CPUs than it
+                  can have, so that a corrupt list is never expanded.
               type: list
               elements: int
               sample: [0, 1, 2, 3]

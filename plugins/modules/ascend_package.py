@@ -29,23 +29,40 @@ description:
     C(<arch>-linux/ascend_toolkit_install.info) (C(version=), for this package's architecture) in the toolkit
     directory recorded by CANN 8.5 and later, else C(ascend-toolkit/latest), C(cann), the newest C(cann-<version>)
     or C(ascend-toolkit/<version>) of the CANN path recorded in C(/etc/Ascend/ascend_cann_install.info) (else
-    C(/usr/local/Ascend)), or that directory's C(version.cfg) toolkit lines; the kernels' C(version.info) of the
-    kernel directory of the toolkit (the package's chip first), else the C(opp_kernel) lines of its C(version.cfg);
+    C(/usr/local/Ascend)), or that directory's C(version.cfg) toolkit lines; the kernels' record
+    C(opp_kernel/version.info) in the toolkit (C(version_dir=)), else the C(version.info) of the toolkit's kernel
+    directory (the package's chip first), else the C(opp_kernel) lines of its C(version.cfg);
     NNAL's C(nnal/atb/latest/version.info) (C(Ascend-cann-atb :)), else the newest C(nnal/atb/<version>); the Docker
     runtime's C(Ascend-Docker-Runtime/version.info) (else the C(version=) of its
     C(ascend_docker_runtime_install.info)). With O(install_path), only the files under it are read. A version file
-    without a usable version line fails the task, naming the file. For a C(.deb) or C(.rpm) the installed version
-    is what dpkg or rpm has installed."
-  - "A C(.run) is first verified with C(--check) (makeself's integrity check); when that fails nothing is installed.
-    It then runs with C(--quiet --nox11) and, for a first install, C(--full) (driver, firmware) or C(--install)
-    (toolkit, kernels, NNAL, Docker runtime) plus C(--install-for-all) (driver, toolkit, kernels, NNAL); an upgrade
-    runs C(--upgrade), a removal C(--uninstall)."
+    without a usable version line fails the task, naming the file. So does, in check mode too and before anything
+    runs, a version file or install record that is there but cannot be read as a regular file (a directory, a
+    FIFO, a symbolic link loop, no permission, larger than 1 MiB): the installed version is then unknown, not
+    absent, and no install is planned over it. For a C(.deb) or C(.rpm) the installed version is what dpkg or rpm
+    has installed."
+  - "Before anything is run or decided, the file must be a whole package of its format: a C(.run) must start with
+    a makeself header (the module reads its first 64 KiB, never runs a file without one) and have the size that
+    header announces; a C(.deb) must be an ar archive whose C(debian-binary), C(control.tar*) and C(data.tar*)
+    members all end within the file. Its version (from the file name for a C(.run), else from its control data) must
+    be one the module can compare. Otherwise the task fails, naming the file, and nothing has run."
+  - "Before a package is used, its format's integrity check of the whole file runs, in check mode too, and when it
+    fails nothing is installed - C(--check) (makeself's checksums) for a C(.run), C(dpkg-deb --contents) (which
+    unpacks every member) for a C(.deb), C(rpm -K --nosignature) (header and payload digests; signatures are left
+    out because Huawei's signing key is rarely imported) for a C(.rpm). A removal with C(dpkg -r) or C(rpm -e) does
+    not use the file and does not check it. A C(.run) then runs with C(--quiet --nox11) and, for a first install,
+    C(--full) (driver, firmware) or C(--install) (toolkit, kernels, NNAL, Docker runtime) plus C(--install-for-all)
+    (driver, toolkit, kernels, NNAL); an upgrade runs C(--upgrade), a removal C(--uninstall)."
   - "Versions compare the way Ascend numbers its releases: case ignored, a leading C(v) and a C(+local) part
     dropped, parts split at C(.), C(-) and C(_); the release numbers first, numerically (trailing zeros ignored),
     then a test build (C(T63)) before a release candidate (C(rc1)) before the release itself, then build numbers
     (C(.7), C(.b090)) after the version they build on - so 24.1.rc3 < 24.1.rc3.7 < 24.1.0 < 24.1.0.1 and 8.0.T63 <
-    8.0.RC1 < 8.0.0. A version with other parts (C(8.0.SPC1)) is only equal (ignoring case) or of unknown order; an
-    unknown order counts as a downgrade for O(allow_downgrade)."
+    8.0.RC1 < 8.0.0. The package's version must read so (C(8..0) is refused before anything runs); an installed
+    version with other parts (C(8.0.SPC1)) is only equal (ignoring case) or of unknown order, and an unknown order
+    counts as a downgrade for O(allow_downgrade)."
+  - "Runs on one host never overlap: from reading the installed version to reading it again after the installer,
+    a run holds an exclusive lock on C(/run/lock/kunpeng_ascend_package.lock) (else in C(/var/lock) or C(/run)), in
+    which it writes its process id and what it does. Another run waits for it up to O(lock_timeout) seconds and
+    then fails, naming the holder."
   - When the installer fails, the message gives its C([ERROR]) and C(ERR_NO) lines and those written to
     C(/var/log/ascend_seclog/ascend_install.log) during the run, with a hint when the cause is known.
 author:
@@ -56,11 +73,13 @@ attributes:
   check_mode:
     support: full
     details:
-      - Check mode runs only what reads - C(--check) of a C(.run), C(dpkg-deb -f), C(dpkg-query), C(rpm -qp),
-        C(rpm -q) and the version files - and returns the changed status, action, versions and RV(reboot_required)
-        the real run would return.
+      - Check mode runs only what reads - C(--check) of a C(.run), C(dpkg-deb -f), C(dpkg-deb --contents),
+        C(dpkg-query), C(rpm -qp), C(rpm -K), C(rpm -q) and the version files - and returns the changed status,
+        action, versions and RV(reboot_required) the real run would return.
       - RV(reboot_required) is predicted for the driver as true for an upgrade or removal (its installer asks for a
         reboot then) and false for a first install, which on some hosts asks for one too (only the real run tells).
+      - Check mode takes the host-wide lock too (creating the empty lock file if there is none), so that it never
+        predicts from a host another run is installing on.
   diff_mode:
     support: full
     details:
@@ -72,6 +91,8 @@ options:
   path:
     description:
       - Path of the package file on the managed host, C(.run), C(.deb) or C(.rpm).
+      - A relative path is taken from the module's working directory and made absolute before anything else; every
+        check and command uses the absolute path. Prefer an absolute path.
       - A C(.run) must be executable (copy it with mode C(0755)) and keep Huawei's file name, which gives its
         component, version and architecture.
     type: path
@@ -140,6 +161,13 @@ options:
       - The driver builds a kernel module and the CANN toolkit unpacks gigabytes, hence the long default.
     type: int
     default: 1800
+  lock_timeout:
+    description:
+      - Seconds to wait for another C(ascend_package) run on the host to release the host-wide lock before failing
+        with its process id and what it is doing; V(0) fails at once when another run holds it.
+      - The default leaves time for a driver or toolkit install; a lock held longer usually means a hung run.
+    type: int
+    default: 600
   root:
     description:
       - Prefix of the file system the versions are read from, for containers, chroots and tests.
@@ -279,16 +307,19 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._ascend_files import UnreadableFile
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._ascend_packages import (
     COMPONENTS,
     EULA_COMPONENTS,
     USER_COMPONENTS,
+    HostLock,
     InstallLog,
     PackageError,
     RunPackage,
     backend_for,
     failure_message,
     host_architecture,
+    host_lock_path,
     plan_action,
     predict_reboot,
     reboot_after,
@@ -324,13 +355,17 @@ def check_eula(module, component, action):
 
 
 def ensure(module, backend, runner):
+    """Read the installed version, decide, act and read it again; under the host-wide lock, after inspect()."""
     params = module.params
-    check_options(module, backend)
-    backend.inspect()
     component = backend.component
     if params['install_username'] and component not in USER_COMPONENTS:
         module.warn('install_username and install_usergroup are ignored for the %s package' % component)
-    before = backend.installed_version()
+    try:
+        before = backend.installed_version()
+    except UnreadableFile as error:
+        # What is installed is unknown, not absent: no install is planned over it.
+        raise PackageError('cannot tell which %s version is installed, so nothing was done: %s (make it a readable '
+                           'regular file or remove it, or check the root and install_path options)' % (component, error))
     for warning in backend.warnings:
         module.warn(warning)
     action = plan_action(params['state'], backend.version, before, params['allow_downgrade'])
@@ -340,7 +375,7 @@ def ensure(module, backend, runner):
                   reboot_required=predict_reboot(component, action))
     if action == 'none':
         return result
-    backend.verify()
+    backend.verify(action)
     if module.check_mode:
         return result
 
@@ -355,7 +390,11 @@ def ensure(module, backend, runner):
         lines = log.new_lines()
         raise PackageError(failure_message(what, run.rc, run.stdout, run.stderr, lines), result=run,
                            install_log=lines)
-    after = backend.installed_version()
+    try:
+        after = backend.installed_version()
+    except UnreadableFile as error:
+        raise PackageError('%s reported success, but the installed %s version cannot be read: %s'
+                           % (what, component, error), result=run)
     if action == 'uninstall' and after is not None:
         raise PackageError('%s reported success, but %s %s is still installed' % (what, component, after), result=run)
     if action != 'uninstall' and (after is None or version_order(after, backend.version) != 0):
@@ -379,21 +418,33 @@ def main():
             install_usergroup=dict(type='str'),
             extra_args=dict(type='list', elements='str', default=[]),
             timeout=dict(type='int', default=1800),
+            lock_timeout=dict(type='int', default=600),
             root=dict(type='path', default='/'),
         ),
         required_together=[('install_username', 'install_usergroup')],
         supports_check_mode=True,
     )
-    path = module.params['path']
+    # Absolute before anything looks at it: a bare file name is checked here but would be run through PATH.
+    path = os.path.abspath(module.params['path'])
     if not os.path.isfile(path):
         module.fail_json(msg='path: %s is not a file on the managed host' % path)
+    if module.params['lock_timeout'] < 0:
+        module.fail_json(msg='lock_timeout must be 0 (do not wait) or a number of seconds, not %d'
+                         % module.params['lock_timeout'])
     runner = CommandRunner(module, module.params['timeout'])
     options = dict((key, module.params[key]) for key in (
         'component', 'install_path', 'install_username', 'install_usergroup', 'extra_args', 'root'))
+    lock = HostLock(host_lock_path(), 'ascend_package state=%s path=%s%s' % (
+        module.params['state'], path, ' (check mode)' if module.check_mode else ''))
     try:
         backend = backend_for(path, runner, lambda name: find_executable(module, name, missing_hint=TOOL_HINTS[name]),
                               options, host_architecture())
-        result = ensure(module, backend, runner)
+        # What the file is first (it does not change while another run installs), so a bad file fails at once.
+        check_options(module, backend)
+        backend.inspect()
+        # Check mode waits too: a prediction read while another run installs would read a half-installed host.
+        with lock.held(module.params['lock_timeout']):
+            result = ensure(module, backend, runner)
     except PackageError as error:
         if error.result is not None:
             runner.fail(error.result, error.msg, **error.extra)

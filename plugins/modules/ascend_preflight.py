@@ -34,7 +34,8 @@ description:
     C(bus/pci/devices) under O(sysfs_path) warns."
   - "C(npu_processes) and C(npu_health), from one C(npu-smi info) run: no process holds an NPU (fail), and every
     chip's health is C(OK) (C(Warning) warns, anything else fails). Without C(npu-smi) both warn - the driver is
-    not installed yet, which is normal before a first install; a failing C(npu-smi) fails them with its hint."
+    not installed yet, which is normal before a first install; a failing C(npu-smi) fails them with its hint, and
+    so does an incomplete table (output cut off part way, see RV(kunpeng_ascend.vllm.npu_smi_info#module:npu_smi.complete))."
   - "C(driver_version): the installed driver (C(Version=) of C(driver/version.info) under the driver install path
     of C(/etc/ascend_install.info), else C(/usr/local/Ascend); else what C(npu-smi info) prints) against
     O(driver_version) (an older requested driver, a downgrade, warns) and O(firmware_version) against the
@@ -44,6 +45,7 @@ description:
     on O(driver_version) (else the installed driver); else fail, with the row that driver runs as the fix. See the
     P(kunpeng_ascend.vllm.ascend_compat#filter) filter for the rows and the driver rule."
   - Only reads; it never changes the host.
+  - At most 20 warnings of the files and outputs read are reported, then one with the count of the others.
 author:
   - kunpeng_ascend.vllm maintainers (@kunpeng-ascend)
 extends_documentation_fragment:
@@ -249,6 +251,7 @@ from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._ascend_files 
     read_driver,
     read_install_record,
     read_npu_account,
+    replace_undecodable,
     scan_npu_devices,
     system_group,
     system_user,
@@ -267,7 +270,6 @@ from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._preflight imp
     REQUIRED_TOOLS,
     USEFUL_TOOLS,
     WARN,
-    CommandOutput,
     check_architecture,
     check_build_tools,
     check_compatibility,
@@ -282,6 +284,7 @@ from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._preflight imp
     check_run_user,
     summarize,
 )
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._warnings import WarningCap
 
 # Where the Ascend driver installs npu-smi; a remote PATH often lacks /usr/local/bin.
 NPU_SMI_FALLBACK_PATHS = ('/usr/local/bin/npu-smi', '/usr/local/sbin/npu-smi')
@@ -297,6 +300,8 @@ class Host:
         self.module = module
         self.params = module.params
         self.fs = RootFS(module.params['root'])
+        # Warnings of the files and outputs read; the module reports them when it ends.
+        self.warn = WarningCap()
         self._runner = None
         self._cache = {}
 
@@ -308,8 +313,7 @@ class Host:
     def run(self, argv):
         if self._runner is None:
             self._runner = CommandRunner(self.module, self.params['timeout'])
-        result = self._runner.run(argv)
-        return CommandOutput(result.argv, result.rc, result.stdout, result.stderr)
+        return self._runner.run(argv)
 
     def package_manager(self):
         """('dpkg', dpkg path) on the Debian family, ('rpm', rpm path) on the openEuler family, else (None, None)."""
@@ -334,23 +338,24 @@ class Host:
         if not path:
             return {'found': False, 'failure': None, 'info': None}
         output = self.run([path, 'info'])
+        failed = {'found': True, 'info': None}
         if output.rc != 0:
-            return {'found': True, 'failure': describe_npu_smi_failure('npu-smi info', output.rc, output.stdout,
-                                                                       output.stderr), 'info': None}
-        warnings = []
-        info = parse_npu_smi_info(output.stdout, warn=warnings.append)
-        if not info['chips'] and npu_smi_failure_hint(output.rc, output.stdout, output.stderr):
-            return {'found': True, 'failure': describe_npu_smi_failure('npu-smi info', output.rc, output.stdout,
-                                                                       output.stderr), 'info': None}
-        for warning in warnings:
-            self.module.warn(warning)
+            return dict(failed, failure=describe_npu_smi_failure('npu-smi info', output.rc, output.stdout,
+                                                                 output.stderr, output.timed_out))
+        parse_warnings = WarningCap()
+        info = parse_npu_smi_info(output.stdout, warn=parse_warnings)
+        # npu-smi may print a dcmi error and still exit 0; then the missing table is that error, not a parse problem.
+        if not info['chips'] and npu_smi_failure_hint(output.rc, output.stdout, output.stderr, output.timed_out):
+            return dict(failed, failure=describe_npu_smi_failure('npu-smi info', output.rc, output.stdout,
+                                                                 output.stderr, output.timed_out))
+        self.warn.extend(parse_warnings)
         return {'found': True, 'failure': None, 'info': info}
 
     def installed_driver(self):
         """None without a driver, else {'version', 'source', 'compatible_firmware'}."""
         def read():
-            record = read_install_record(self.fs, self.module.warn)
-            driver = read_driver(self.fs, record, self.module.warn)
+            record = read_install_record(self.fs, self.warn)
+            driver = read_driver(self.fs, record, self.warn)
             if driver:
                 return {'version': driver['version'], 'source': self.fs.host_path(driver['version_info']),
                         'compatible_firmware': driver['compatible_firmware']}
@@ -418,7 +423,7 @@ def run_disk_space(host):
 
 def run_run_user(host):
     user_db = (system_user, system_group) if host.fs.root == '/' else None
-    account = read_npu_account(host.fs, host.module.warn, user_db)
+    account = read_npu_account(host.fs, host.warn, user_db)
     return check_run_user(NPU_USER, NPU_GROUP, account['user'], account['group'])
 
 
@@ -428,7 +433,7 @@ def run_npu_devices(host):
     scanned = os.path.join(sysfs_path, 'bus/pci/devices')
     if not sysfs.is_dir('/bus/pci/devices'):
         return check_npu_devices([], scanned, error='%s does not exist (a container without the host\'s sysfs?)' % scanned)
-    return check_npu_devices(scan_npu_devices(sysfs, host.module.warn), scanned)
+    return check_npu_devices(scan_npu_devices(sysfs, host.warn), scanned)
 
 
 def run_npu_processes(host):
@@ -502,12 +507,16 @@ def main():
     names = [name for name in CHECK_NAMES if name in selected and name not in module.params['skip_checks']]
     host = Host(module)
     checks = [CHECKS[name](host) for name in names]
+    # The capped warnings of what was read first, then one per check that warns (at most one per check).
+    host.warn.emit(module.warn)
     for item in checks:
         if item['status'] == WARN:
             module.warn('preflight %s: %s (fix: %s)' % (item['name'], item['message'], item['fix']))
     report = summarize(checks, module.params['fail_on'])
-    result = dict(changed=False, checks=checks, failed_checks=report['failed_checks'],
-                  warned_checks=report['warned_checks'], counts=report['counts'], summary=report['summary'])
+    # Bus ids and paths come from directory names, which need not be UTF-8.
+    result = replace_undecodable(dict(changed=False, checks=checks, failed_checks=report['failed_checks'],
+                                      warned_checks=report['warned_checks'], counts=report['counts'],
+                                      summary=report['summary']))
     if report['message']:
         module.fail_json(msg=report['message'], **result)
     module.exit_json(**result)

@@ -16,6 +16,12 @@ description:
   - The table is read by its structure (cells and header names), so the layouts of the Ascend 310, 310P, 910 (A),
     910B (A2), A3 and 950 families and of npu-smi releases from 20.x to 26.x all parse; a line that cannot be read
     gives a warning and null fields instead of a failure.
+  - Output cut off part way (no closing border, no process table, NPUs missing from the process table) is reported
+    as incomplete - RV(npu_smi.complete) false, RV(npu_smi.incomplete_reason) naming the last line read, a
+    warning, and RV(npu_smi.all_healthy) false - rather than as a smaller host.
+  - At most 20 warnings are reported, then one with the count of the others; a warning quoting a long line is cut
+    to 500 characters.
+  - Bytes of the output that are not UTF-8 (in a process name, say) are returned as U+FFFD.
   - Optionally runs one C(npu-smi info -t TYPE -i NPU) per NPU for each type in O(details).
   - Only reads; it never changes the host.
 author:
@@ -113,10 +119,26 @@ npu_smi:
       type: int
       sample: 16
     all_healthy:
-      description: Whether at least one chip is listed and every chip's health is C(OK).
+      description: Whether the table is complete (RV(npu_smi.complete)), lists at least one chip and every chip's
+        health is C(OK).
       returned: success
       type: bool
       sample: true
+    complete:
+      description:
+        - Whether the whole table was read - it ends with a border after a process table that lists every NPU
+          (the Ascend 950 layout lists only NPUs with processes).
+        - When false, RV(npu_smi.chips) and RV(npu_smi.processes) hold what was read, which may miss chips and
+          processes.
+      returned: success
+      type: bool
+      sample: true
+    incomplete_reason:
+      description: Why the table is not complete, naming the last line read; null when it is complete.
+      returned: success
+      type: str
+      sample: "the output ends at line 12 before the table does (no process table), so it is incomplete (cut off?):
+        '+======================+===============+=======================+'"
     chips:
       description:
         - One entry per chip, in table order.
@@ -246,18 +268,24 @@ from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._npu_smi impor
     parse_npu_smi_info,
     parse_npu_smi_key_values,
 )
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._warnings import WarningCap
 
 # Where the Ascend driver installs npu-smi; a remote PATH often lacks /usr/local/bin.
 NPU_SMI_FALLBACK_PATHS = ('/usr/local/bin/npu-smi', '/usr/local/sbin/npu-smi')
 
 
 class NpuSmiRunner:
-    """Runs npu-smi through the collection's command runner, failing the module with a hint on errors."""
+    """Runs npu-smi through the collection's command runner, failing the module with a hint on errors.
 
-    def __init__(self, module):
+    ``warnings`` is the module's WarningCap, reported before a failure too.
+    """
+
+    def __init__(self, module, warnings):
         self._npu_smi = find_executable(module, 'npu-smi', module.params['npu_smi_path'], 'npu_smi_path',
                                         NPU_SMI_FALLBACK_PATHS, missing_hint='install the Ascend NPU driver')
         self._runner = CommandRunner(module, module.params['timeout'])
+        self._module = module
+        self._warnings = warnings
 
     def run(self, *args):
         """Run ``npu-smi ARGS``; fail the module unless it exits 0."""
@@ -268,22 +296,23 @@ class NpuSmiRunner:
 
     def fail(self, result, args):
         command = ' '.join(('npu-smi',) + tuple(args))
-        self._runner.fail(result, describe_npu_smi_failure(command, result.rc, result.stdout, result.stderr))
+        self._warnings.emit(self._module.warn)
+        self._runner.fail(result, describe_npu_smi_failure(command, result.rc, result.stdout, result.stderr,
+                                                           result.timed_out))
 
 
-def read_info(module, runner):
+def read_info(runner, warnings):
     info = runner.run('info')
-    warnings = []
-    npu_smi = parse_npu_smi_info(info.stdout, warn=warnings.append)
+    parse_warnings = WarningCap()
+    npu_smi = parse_npu_smi_info(info.stdout, warn=parse_warnings)
     # npu-smi may print a dcmi error and still exit 0; then the missing table is that error, not a parse problem.
-    if not npu_smi['chips'] and npu_smi_failure_hint(info.rc, info.stdout, info.stderr):
+    if not npu_smi['chips'] and npu_smi_failure_hint(info.rc, info.stdout, info.stderr, info.timed_out):
         runner.fail(info, ('info',))
-    for warning in warnings:
-        module.warn(warning)
+    warnings.extend(parse_warnings)
     return npu_smi
 
 
-def read_details(module, runner, npu_ids):
+def read_details(module, runner, npu_ids, warnings):
     details = {}
     for detail_type in module.params['details']:
         details[detail_type] = []
@@ -292,7 +321,7 @@ def read_details(module, runner, npu_ids):
             run = runner.run(*args)
             command = 'npu-smi ' + ' '.join(args)
             sections = parse_npu_smi_key_values(
-                run.stdout, warn=lambda message, command=command: module.warn('%s: %s' % (command, message)))
+                run.stdout, warn=lambda message, command=command: warnings('%s: %s' % (command, message)))
             details[detail_type].append({'npu_id': npu_id, 'sections': sections})
     return details
 
@@ -308,11 +337,13 @@ def main():
         # npu-smi info only reads, so check mode runs it as well.
         supports_check_mode=True,
     )
-    runner = NpuSmiRunner(module)
-    npu_smi = read_info(module, runner)
+    warnings = WarningCap()
+    runner = NpuSmiRunner(module, warnings)
+    npu_smi = read_info(runner, warnings)
     # An NPU with two chips (A3, 310P Duo) is listed twice; detail queries go once per NPU, in table order.
     npu_ids = list(dict.fromkeys(chip['npu_id'] for chip in npu_smi['chips'] if chip['npu_id'] is not None))
-    npu_smi['details'] = read_details(module, runner, npu_ids)
+    npu_smi['details'] = read_details(module, runner, npu_ids, warnings)
+    warnings.emit(module.warn)
     module.exit_json(changed=False, npu_smi=npu_smi)
 
 

@@ -13,6 +13,7 @@ Writes, under DIR (created), what the kernel shows of the profile's NPUs in /sys
   bus/pci/devices/<bus id>/class       0x120000 (processing accelerator)
   bus/pci/devices/<bus id>/numa_node   0 or 1 (-1 with --no-numa)
   devices/system/node/node<N>/cpulist  the CPUs of each NUMA node (node0 only with --no-numa)
+  devices/system/cpu/possible          every CPU of the profile (readers bound NUMA CPU lists by it)
 Real sysfs makes bus/pci/devices/<bus id> a symlink into devices/pci*/; plain directories are enough for
 readers that open the files. Test containers cannot fake /sys, so tests point the code under test at DIR.
 
@@ -31,21 +32,21 @@ import sys
 VENDOR_ID = 0x19e5
 NPU_CLASS = 0x120000
 
-# profile -> (PCI device id, bus ids in npu-smi order, CPU list of NUMA node 0, of node 1)
+# profile -> (PCI device id, bus ids in npu-smi order, CPU list of NUMA node 0, of node 1, all CPUs)
 PROFILES = {
     # Atlas 800I A2: 8x 910B4.
     "910b-8": (0xd802, ["0000:c1:00.0", "0000:c2:00.0", "0000:81:00.0", "0000:82:00.0",
                         "0000:01:00.0", "0000:02:00.0", "0000:41:00.0", "0000:42:00.0"],
-               "0-95", "96-191"),
+               "0-95", "96-191", "0-191"),
     # Atlas A3: 8 NPUs x 2 chips, one PCI device per chip.
     "a3-16": (0xd803, ["0000:9d:00.0", "0000:9f:00.0", "0000:99:00.0", "0000:9b:00.0",
                        "0000:95:00.0", "0000:97:00.0", "0000:91:00.0", "0000:93:00.0",
                        "0000:8d:00.0", "0000:8f:00.0", "0000:89:00.0", "0000:8b:00.0",
                        "0000:85:00.0", "0000:87:00.0", "0000:81:00.0", "0000:83:00.0"],
-              "0-79", "80-159"),
+              "0-79", "80-159", "0-159"),
     # Atlas 300I Duo: 4 cards of 2 chips, one bus id per card (x86 host with SMT, hence split lists).
     "310p-duo": (0xd500, ["0000:01:00.0", "0000:03:00.0", "0000:81:00.0", "0000:84:00.0"],
-                 "0-23,48-71", "24-47,72-95"),
+                 "0-23,48-71", "24-47,72-95", "0-95"),
 }
 
 
@@ -61,7 +62,7 @@ def profile_devices(profile, numa=True):
 
 def node_cpulists(profile, numa=True):
     """NUMA node -> CPU list of the profile (one node holding every CPU without NUMA)."""
-    node0, node1 = PROFILES[profile][2:]
+    node0, node1 = PROFILES[profile][2:4]
     return {0: node0, 1: node1} if numa else {0: node0 + "," + node1}
 
 
@@ -82,6 +83,7 @@ def write_sysfs(out, profile="910b-8", numa=True):
         _write(os.path.join(base, "numa_node"), str(dev["numa_node"]))
     for node, cpulist in node_cpulists(profile, numa).items():
         _write(os.path.join(out, "devices", "system", "node", "node%d" % node, "cpulist"), cpulist)
+    _write(os.path.join(out, "devices", "system", "cpu", "possible"), PROFILES[profile][4])
     return [dev["bus_id"] for dev in devices]
 
 

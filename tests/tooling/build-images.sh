@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# The customize hooks below run inside mmdebstrap, which passes the root as $1: single quotes on purpose.
+# shellcheck disable=SC2016
 # Build the Debian 12 test images (arm64 stands in for Kunpeng servers, amd64 for fast scenarios) with
 # mmdebstrap and import them into podman. No registry is needed. Images are cached: an existing image is kept
 # unless FORCE=1. Usage: build-images.sh [arm64] [amd64]   (default: both)
@@ -6,8 +8,10 @@ set -euo pipefail
 
 suite=bookworm
 mirror=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
-# python-is-python3: the simulator's fake npu-smi runs through `#!/usr/bin/env python`.
-includes=python3,python-is-python3,python3-apt,systemd,systemd-sysv,dbus,iproute2,iputils-ping,procps,sudo,ca-certificates,gzip,tar,kmod
+# python-is-python3: the simulator's fake npu-smi runs through `#!/usr/bin/env python`. pciutils and net-tools:
+# what a server's base install has and the NPU driver installer calls (lspci, ifconfig); the demo and scenarios
+# skip package installs, which take minutes under emulation.
+includes=python3,python-is-python3,python3-apt,systemd,systemd-sysv,dbus,iproute2,iputils-ping,procps,sudo,ca-certificates,gzip,tar,kmod,pciutils,net-tools
 log() { printf '[images] %s\n' "$*"; }
 
 # Units that only fail or waste time in a container; binfmt ones must never touch the host's registrations.

@@ -1,12 +1,18 @@
 #!/usr/bin/env bash
 # Run the test stages and print how long each took. Usage: run-tests.sh [stage ...]
-# Stages: lint sanity units build molecule (default: all, in that order). Expects the venv on PATH and
+# Stages: setup lint sanity units build molecule (default: all, in that order). Expects the venv on PATH and
 # ANSIBLE_COLLECTIONS_PATH set (the Makefile does both).
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$repo"
 
+# The host set-up, proven in a clean container: every tool the tooling calls is installed by it and runs.
+stage_setup() {
+  "$repo/tests/tooling/check-host-setup.sh"
+}
+
 stage_lint() {
+  shellcheck .ci/run tests/tooling/*.sh
   yamllint --strict .
   ansible-lint --profile production --strict
   python tests/tooling/role_docs.py --check
@@ -58,7 +64,7 @@ stage_molecule() {
 }
 
 stages=("$@")
-[ "${#stages[@]}" -gt 0 ] || stages=(lint sanity units build molecule)
+[ "${#stages[@]}" -gt 0 ] || stages=(setup lint sanity units build molecule)
 timings=()
 total_start=$SECONDS
 for stage in "${stages[@]}"; do

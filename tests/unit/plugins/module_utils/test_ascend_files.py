@@ -11,18 +11,23 @@ from __future__ import annotations
 
 import errno
 import os
+import signal
+from contextlib import contextmanager
 
 import pytest
 
 from ansible_collections.kunpeng_ascend.vllm.tests.unit.plugins.module_utils.fixtures import fixture_text
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils import _ascend_files
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._ascend_files import (
+    MAX_CPUS,
     RootFS,
+    UnreadableFile,
     chip_family,
     expand_cpulist,
     parse_ascend_install_info,
     parse_bracket_list,
     parse_cann_install_info,
+    parse_cpu_ranges,
     parse_docker_runtime_install_info,
     parse_driver_version_info,
     parse_firmware_version_info,
@@ -31,10 +36,12 @@ from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._ascend_files 
     parse_kernels_version_info,
     parse_nnal_version_info,
     parse_numa_node,
+    parse_opp_kernel_version_info,
     parse_passwd_entry,
     parse_sysfs_hex,
     parse_toolkit_install_info,
     parse_version_cfg,
+    possible_cpu_count,
     read_docker_runtime,
     read_driver,
     read_firmware,
@@ -44,6 +51,7 @@ from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._ascend_files 
     read_nnal,
     read_npu_account,
     read_toolkit,
+    replace_undecodable,
     scan_npu_devices,
     version_cfg_version,
 )
@@ -57,6 +65,8 @@ TOOLKIT_850 = 'ascend_toolkit_install.info_cann8.5.0_from_issue4930.txt'
 INSTALL_INFO = 'etc-ascend_install.info_driver-firmware_full.txt'
 NNAL = 'nnal-atb-version.info_8.0.T63_indented.txt'
 VERSION_CFG = 'version.cfg_ascend-toolkit-latest_7.6.T13.0.B094-8.0.T63.txt'
+OPP_KERNEL_82 = 'opp_kernel-version.info_8.2.RC1_mindie-2.1.RC1-image.txt'
+OPP_KERNEL_83 = 'opp_kernel-version.info_8.3.RC1.alpha001_tab-indented.txt'
 
 CFG_ENTRY = [{'inner_version': '7.6.T13.0.B094', 'version': '8.0.T63'}]
 CFG_COMPONENTS = ('runtime', 'compiler', 'hccl', 'opp', 'toolkit', 'aoe', 'ncs', 'opp_kernel')
@@ -260,6 +270,32 @@ def test_kernels_version_info():
     assert warnings == []
 
 
+REQUIRED_82 = dict((name, '>=7.6, <=8.2') for name in (
+    'amct_acl', 'aoe', 'compiler', 'fwkplugin', 'hccl', 'nca', 'ncs', 'opp', 'runtime', 'toolkit'))
+
+
+def test_opp_kernel_version_info_of_cann_8_2_rc1():
+    kernels, warnings = parse(parse_opp_kernel_version_info, load_fixture(OPP_KERNEL_82))
+    assert kernels.pop('values')['ops_version'] == '8.2.0.0.201'
+    # The release the package is named by is version_dir; Version is the ops build.
+    assert kernels == {'version': '8.2.RC1', 'inner_version': '8.2.0.0.201', 'timestamp': '20250724_194044950',
+                       'required_packages': REQUIRED_82}
+    assert warnings == []
+
+
+def test_opp_kernel_version_info_of_cann_8_3_rc1_alpha001_indented():
+    kernels, warnings = parse(parse_opp_kernel_version_info, load_fixture(OPP_KERNEL_83))
+    assert (kernels['version'], kernels['inner_version'], kernels['required_packages']['toolkit']) == \
+        ('8.3.RC1.alpha001', '8.3.T5.0.B028', '>=7.6, <=8.3')
+    assert warnings == []
+
+
+def test_opp_kernel_version_info_without_version_dir():
+    kernels, warnings = parse(parse_opp_kernel_version_info, 'Version=8.2.0.0.201\n')
+    assert (kernels['version'], kernels['inner_version'], kernels['required_packages']) == (None, '8.2.0.0.201', {})
+    assert warnings == ['F: no version_dir= line, the version is returned as null']
+
+
 def test_nnal_sample():
     nnal, warnings = parse(parse_nnal_version_info, load_fixture(NNAL))
     assert nnal == {
@@ -332,20 +368,33 @@ def test_docker_runtime_install_info_as_the_simulator_writes_it():
     ('0-23,48-71\n', list(range(24)) + list(range(48, 72))),
     ('5', [5]),
     ('0,2-3, 7', [0, 2, 3, 7]),
+    ('0-95', list(range(96))),
     ('\n', []),
 ])
 def test_expand_cpulist(text, cpus):
-    assert expand_cpulist(text) == cpus
+    assert expand_cpulist(text, 96) == cpus
 
 
 @pytest.mark.parametrize('text, message', [('0-x', "'0-x' is not a CPU number or range"),
                                            ('0-23:2', "'0-23:2' is not a CPU number or range"),
                                            ('7-3', "'7-3' is a descending range"),
-                                           ('1,,2', "'' is not a CPU number or range")])
+                                           ('1,,2', "'' is not a CPU number or range"),
+                                           ('0-96', 'CPU 96 is beyond the 96 CPUs this machine can have (0-95)'),
+                                           ('0-4000000000', 'CPU 4000000000 is beyond the 96 CPUs this machine can have (0-95)'),
+                                           ('0-95,0-95', '192 CPUs are listed, more than the 96 this machine can have')])
 def test_expand_cpulist_rejects(text, message):
     with pytest.raises(ValueError) as raised:
-        expand_cpulist(text)
+        expand_cpulist(text, 96)
     assert str(raised.value) == message
+
+
+def test_an_absurd_cpulist_is_refused_before_it_is_expanded(monkeypatch):
+    expanded = []
+    monkeypatch.setattr(_ascend_files, 'range', lambda *args: expanded.append(args) or [], raising=False)
+    with pytest.raises(ValueError, match='CPU 4000000000 is beyond'):
+        expand_cpulist('0-3,4-4000000000', 192)
+    assert expanded == []
+    assert parse_cpu_ranges('0-3,4-4000000000') == [(0, 3), (4, 4000000000)]
 
 
 def test_sysfs_values():
@@ -402,17 +451,32 @@ def test_rootfs_resolves_links_inside_the_root(tmp_path):
     assert RootFS('/').host_path('/etc/passwd') == '/etc/passwd'
 
 
-def test_rootfs_read(tmp_path, monkeypatch):
+def test_rootfs_link_removed_while_it_is_resolved(tmp_path, monkeypatch):
+    root = make_tree(tmp_path, {'/real/version.info': 'Version=1\n'}, {'/gone': 'real'})
+
+    def vanished(path):
+        raise FileNotFoundError(errno.ENOENT, 'No such file or directory', path)
+    monkeypatch.setattr(os, 'readlink', vanished)
+    warnings = []
+    assert RootFS(root).resolve('/gone/version.info') == '/gone/version.info'
+    assert RootFS(root).read('/gone/version.info', warnings.append) == 'Version=1\n'  # the link is still there
+    assert warnings == []
+
+
+def test_rootfs_read(tmp_path):
     root = make_tree(tmp_path, {'/bom': '\ufeffVersion=1\n', '/dir/x': ''}, {'/loop': 'loop'})
     with open(os.path.join(root, 'latin1'), 'wb') as handle:
         handle.write(b'Version=caf\xe9\n')
     with open(os.path.join(root, 'big'), 'wb') as handle:
         handle.write(b'x' * (_ascend_files.MAX_FILE_BYTES + 1))
+    with open(os.path.join(root, 'limit'), 'wb') as handle:
+        handle.write(b'x' * _ascend_files.MAX_FILE_BYTES)
     fs = RootFS(root)
     warnings = []
     assert fs.read('/bom', warnings.append) == 'Version=1\n'
     assert fs.read('/missing', warnings.append) is None
     assert fs.read('/dir/x/y', warnings.append) is None
+    assert len(fs.read('/limit', warnings.append)) == _ascend_files.MAX_FILE_BYTES
     assert warnings == []
     assert fs.read('/latin1', warnings.append) == 'Version=caf\ufffd\n'
     assert fs.read('/dir', warnings.append) is None
@@ -420,29 +484,219 @@ def test_rootfs_read(tmp_path, monkeypatch):
     assert fs.read('/loop', warnings.append) is None
     assert warnings == [
         '%s/latin1: not UTF-8 text (invalid continuation byte); unreadable characters are replaced' % root,
-        '%s/dir: cannot be read: Is a directory' % root,
+        '%s/dir: a directory, not a regular file; it is not read' % root,
         '%s/big: larger than 1048576 bytes, not a version file; it is not read' % root,
-        '%s/loop: symbolic link loop, the file is not read' % root,
+        '%s/loop: a symbolic link loop; it is not read' % root,
     ]
 
 
-def deny(monkeypatch, denied_path):
-    """Make open() of one host path fail with EACCES (the tests run as root, where chmod does not deny)."""
-    real_open = open
+@contextmanager
+def fails_after(seconds):
+    """Make a read that blocks (as opening a FIFO without a writer does) fail the test instead of hanging it."""
+    def expired(_signum, _frame):
+        raise AssertionError('still blocked after %d seconds' % seconds)
+    previous = signal.signal(signal.SIGALRM, expired)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def test_rootfs_never_opens_a_fifo_or_a_device(tmp_path):
+    os.mkfifo(str(tmp_path / 'fifo'))
+    warnings = []
+    with fails_after(5):
+        assert RootFS(str(tmp_path)).read('/fifo', warnings.append) is None
+        assert RootFS('/').read('/dev/null', warnings.append) is None
+    assert warnings == ['%s/fifo: a FIFO (named pipe), not a regular file; it is not read' % tmp_path,
+                        '/dev/null: a character device, not a regular file; it is not read']
+
+
+def test_rootfs_refuses_a_file_that_became_a_fifo_after_it_was_looked_at(tmp_path, monkeypatch):
+    """Between stat() and open() a version file may be replaced: the opened file is checked again, and opening
+    never waits for a FIFO's writer."""
+    fifo = str(tmp_path / 'version.info')
+    os.mkfifo(fifo)
+    regular = os.stat(__file__)
+    real_stat = os.stat
+    monkeypatch.setattr(os, 'stat', lambda path, *args, **kwargs: regular if path == fifo else real_stat(path, *args, **kwargs))
+    warnings = []
+    with fails_after(5):
+        assert RootFS(str(tmp_path)).read('/version.info', warnings.append) is None
+    assert warnings == ['%s: a FIFO (named pipe), not a regular file; it is not read' % fifo]
+
+
+def test_rootfs_reads_sysfs_attributes():
+    """sysfs attributes are regular files whose size says 4096 whatever they hold."""
+    text = RootFS('/sys').read('/devices/system/cpu/possible')
+    if text is None:
+        pytest.skip('this machine has no /sys/devices/system/cpu/possible')
+    assert parse_cpu_ranges(text)
+
+
+def test_strict_rootfs_raises_what_cannot_be_read(tmp_path):
+    root = make_tree(tmp_path, {'/file': 'x\n'}, {'/loop': 'loop'})
+    os.mkdir(os.path.join(root, 'dir'))
+    fs = RootFS(root, strict=True)
+    assert (fs.read('/file'), fs.read('/missing'), fs.listdir('/missing'), fs.is_dir('/missing')) == ('x\n', None, [], False)
+    for path, reason in (('/dir', 'a directory, not a regular file'), ('/loop', 'a symbolic link loop')):
+        with pytest.raises(UnreadableFile) as raised:
+            fs.read(path)
+        assert (raised.value.path, raised.value.reason, str(raised.value)) == \
+            (root + path, reason, '%s%s: %s' % (root, path, reason))
+    with pytest.raises(UnreadableFile, match='a symbolic link loop'):
+        fs.is_dir('/loop')
+    with pytest.raises(UnreadableFile, match='a symbolic link loop'):
+        fs.listdir('/loop')
+
+
+def deny_file(monkeypatch, denied_path):
+    """Make opening one host path fail with EACCES (the tests run as root, where chmod does not deny)."""
+    real_open = os.open
 
     def fake_open(path, *args, **kwargs):
         if path == denied_path:
-            raise OSError(errno.EACCES, 'Permission denied', path)
+            raise PermissionError(errno.EACCES, 'Permission denied', path)
         return real_open(path, *args, **kwargs)
-    monkeypatch.setattr(_ascend_files, 'open', fake_open, raising=False)
+    monkeypatch.setattr(os, 'open', fake_open)
+
+
+def deny_directory(monkeypatch, denied_dir):
+    """Make one host directory behave as one without read and search permission: it can be looked at, but not
+    listed, and nothing in it can be looked at or opened."""
+    def denying(real, denies):
+        def fake(path, *args, **kwargs):
+            if denies(str(path)):
+                raise PermissionError(errno.EACCES, 'Permission denied', path)
+            return real(path, *args, **kwargs)
+        return fake
+    below = denied_dir.rstrip('/') + '/'
+    for name in ('stat', 'lstat', 'open'):
+        monkeypatch.setattr(os, name, denying(getattr(os, name), lambda path: path.startswith(below)))
+    monkeypatch.setattr(os, 'listdir', denying(os.listdir, lambda path: path == denied_dir or path.startswith(below)))
+
+
+def test_rootfs_in_a_directory_that_cannot_be_searched(tmp_path, monkeypatch):
+    root = make_tree(tmp_path, {'/secret/file': 'x\n', '/secret/sub/file': 'y\n'})
+    deny_directory(monkeypatch, os.path.join(root, 'secret'))
+    fs = RootFS(root)
+    warnings = []
+    assert (fs.exists('/secret/file'), fs.is_file('/secret/file'), fs.is_dir('/secret')) == (True, False, True)
+    assert fs.read('/secret/file', warnings.append) is None
+    assert fs.listdir('/secret', warnings.append) == []
+    assert fs.is_dir('/secret/sub', warnings.append) is False
+    assert warnings == [
+        '%s/secret/file: cannot be looked at: Permission denied; it is not read' % root,
+        '%s/secret: cannot be listed: Permission denied; it is not listed' % root,
+        '%s/secret/sub: cannot be looked at: Permission denied; it is ignored' % root,
+    ]
 
 
 def test_unreadable_driver_file_is_null_with_a_warning(tmp_path, monkeypatch):
     root = make_tree(tmp_path, {'/usr/local/Ascend/driver/version.info': 'Version=24.1.rc1\n'})
-    deny(monkeypatch, os.path.join(root, 'usr/local/Ascend/driver/version.info'))
+    deny_file(monkeypatch, os.path.join(root, 'usr/local/Ascend/driver/version.info'))
     warnings = []
     assert read_driver(RootFS(root), None, warnings.append) is None
-    assert warnings == ['%s/usr/local/Ascend/driver/version.info: cannot be read: Permission denied' % root]
+    assert warnings == ['%s/usr/local/Ascend/driver/version.info: cannot be opened: Permission denied; it is not read' % root]
+
+
+DRIVER_VERSION_INFO = '/usr/local/Ascend/driver/version.info'
+
+
+def plant(monkeypatch, root, path, kind):
+    """Put at ``path`` of the fake system something that is there but is no readable regular file; returns the
+    warning that names it."""
+    host = os.path.join(root, path.lstrip('/'))
+    os.makedirs(os.path.dirname(host), exist_ok=True)
+    if kind == 'directory':
+        os.mkdir(host)
+        return '%s: a directory, not a regular file; it is not read' % host
+    if kind == 'fifo':
+        os.mkfifo(host)
+        return '%s: a FIFO (named pipe), not a regular file; it is not read' % host
+    if kind == 'link loop':
+        os.symlink(os.path.basename(host), host)
+        return '%s: a symbolic link loop; it is not read' % host
+    with open(host, 'w', encoding='utf-8') as handle:
+        handle.write('Version=24.1.rc1\nDriver_Install_Path_Param=/usr/local/Ascend\n')
+    deny_directory(monkeypatch, os.path.dirname(host))
+    return '%s: cannot be looked at: Permission denied; it is not read' % host
+
+
+UNREADABLE_KINDS = ['directory', 'fifo', 'link loop', 'in an unreadable directory']
+
+
+@pytest.mark.parametrize('kind', UNREADABLE_KINDS)
+def test_a_driver_version_file_that_cannot_be_read_is_a_warning_not_an_absent_driver(tmp_path, monkeypatch, kind):
+    root = make_tree(tmp_path, {'/opt/Ascend/driver/version.info': 'Version=1.0\n'})
+    warning = plant(monkeypatch, root, DRIVER_VERSION_INFO, kind)
+    warnings = []
+    with fails_after(5):
+        # Not a guess from another install path either: the recorded one is taken before /usr/local/Ascend.
+        assert read_driver(RootFS(root), {'driver_install_path': '/usr/local/Ascend'}, warnings.append) is None
+        assert read_driver(RootFS(root), {'driver_install_path': '/opt/Ascend'})['version'] == '1.0'
+    assert warnings == [warning]
+
+
+@pytest.mark.parametrize('kind', UNREADABLE_KINDS)
+def test_read_installed_refuses_to_guess_from_a_version_file_that_cannot_be_read(tmp_path, monkeypatch, kind):
+    root = str(tmp_path)
+    warning = plant(monkeypatch, root, DRIVER_VERSION_INFO, kind)
+    with fails_after(5):
+        with pytest.raises(UnreadableFile) as raised:
+            read_installed(RootFS(root), 'driver')
+    assert str(raised.value) + '; it is not read' == warning
+    assert raised.value.path == os.path.join(root, DRIVER_VERSION_INFO.lstrip('/'))
+
+
+@pytest.mark.parametrize('path', ['/etc/ascend_install.info', '/etc/Ascend/ascend_cann_install.info', '/etc/passwd'])
+def test_a_fifo_in_place_of_a_record_never_blocks(tmp_path, monkeypatch, path):
+    root = make_tree(tmp_path, {'/usr/local/Ascend/driver/version.info': 'Version=24.1.rc1\n'})
+    warning = plant(monkeypatch, root, path, 'fifo')
+    warnings = []
+    fs = RootFS(root)
+    with fails_after(5):
+        records = (read_install_record(fs, warnings.append), _ascend_files.read_cann_install_record(fs, warnings.append),
+                   read_npu_account(fs, warnings.append))
+    assert records == (None, None, {'user': None, 'group': None, 'user_in_group': False})
+    assert warnings == [warning]
+    if path != '/etc/passwd':
+        with pytest.raises(UnreadableFile, match='FIFO'):
+            read_installed(fs, 'driver' if path == '/etc/ascend_install.info' else 'toolkit')
+
+
+def test_unreadable_toolkit_nnal_runtime_and_kernels_files_are_warnings(tmp_path, monkeypatch):
+    toolkit = '/usr/local/Ascend/ascend-toolkit/8.2.RC1/'
+    root = make_tree(tmp_path, {toolkit + 'aarch64-linux/ascend_toolkit_install.info': 'version=8.2.RC1\n'},
+                     {'/usr/local/Ascend/ascend-toolkit/latest': '8.2.RC1'})
+    expected = [plant(monkeypatch, root, toolkit + 'opp_kernel/version.info', 'fifo'),
+                plant(monkeypatch, root, '/usr/local/Ascend/nnal/atb/latest/version.info', 'directory'),
+                plant(monkeypatch, root, '/usr/local/Ascend/Ascend-Docker-Runtime/ascend_docker_runtime_install.info',
+                      'link loop')]
+    make_tree(root, {'/usr/local/Ascend/Ascend-Docker-Runtime/version.info': 'Version=6.0.0\n'})
+    fs = RootFS(root)
+    warnings = []
+    with fails_after(5):
+        assert read_toolkit(fs, None, warnings.append)['version'] == '8.2.RC1'
+        assert read_kernels(fs, read_toolkit(fs), warnings.append) is None
+        assert read_nnal(fs, None, warnings.append) is None
+        assert read_docker_runtime(fs, warnings.append) is None
+    assert warnings == expected
+    for component in ('kernels', 'nnal', 'docker-runtime'):
+        with pytest.raises(UnreadableFile):
+            read_installed(fs, component)
+    assert read_installed(fs, 'toolkit')['version'] == '8.2.RC1'
+
+
+def test_a_toolkit_link_loop_is_a_warning(tmp_path):
+    root = make_tree(tmp_path, {}, {'/usr/local/Ascend/ascend-toolkit/latest': 'latest'})
+    warnings = []
+    assert read_toolkit(RootFS(root), None, warnings.append) is None
+    assert warnings == ['%s/usr/local/Ascend/ascend-toolkit/latest: a symbolic link loop; it is ignored' % root]
+    with pytest.raises(UnreadableFile, match='latest: a symbolic link loop'):
+        read_installed(RootFS(root), 'toolkit')
 
 
 # --- driver, firmware, install record under a root ---------------------------------------------------------------
@@ -571,7 +825,7 @@ def test_toolkit_in_a_recorded_install_path_with_only_a_version_cfg(tmp_path):
         'path': '/home/ai/Ascend/ascend-toolkit/8.0.T63', 'install_info': None, 'set_env': None, 'values': {}}
     kernels = read_kernels(fs, toolkit)
     assert kernels == {'version': '8.0.T63', 'inner_version': '7.6.T13.0.B094', 'source': 'version_cfg',
-                       'path': '/home/ai/Ascend/ascend-toolkit/8.0.T63/version.cfg', 'socs': None}
+                       'path': '/home/ai/Ascend/ascend-toolkit/8.0.T63/version.cfg', 'socs': None, 'required_packages': None}
 
 
 def test_no_toolkit(tmp_path):
@@ -591,7 +845,44 @@ def test_kernels_from_their_version_info_files(tmp_path):
     fs = RootFS(root)
     assert read_kernels(fs, read_toolkit(fs)) == {
         'version': '8.0.0', 'inner_version': None, 'source': 'version_info',
-        'path': kernel + 'ascend910_93/version.info', 'socs': ['ascend910_93', 'ascend910b']}
+        'path': kernel + 'ascend910_93/version.info', 'socs': ['ascend910_93', 'ascend910b'], 'required_packages': None}
+
+
+def test_kernels_from_their_opp_kernel_record(tmp_path):
+    toolkit = '/usr/local/Ascend/ascend-toolkit/8.2.RC1/'
+    kernel = toolkit + _ascend_files.KERNELS_DIR + '/'
+    root = make_tree(tmp_path, {
+        toolkit + 'aarch64-linux/ascend_toolkit_install.info': 'version=8.2.RC1\n',
+        toolkit + 'opp_kernel/version.info': load_fixture(OPP_KERNEL_82),
+        # the record wins over a per-SoC version.info and the toolkit's version.cfg
+        kernel + 'ascend910b/version.info': 'Version=8.0.0\n',
+        toolkit + 'version.cfg': 'opp_kernel_installed_version=[7.6:8.0.0]\n',
+        kernel + 'ascend910_93/bin/op.o': '',
+        kernel + 'config/ascend910b/readme': '',
+        kernel + 'ascend_readme.txt': '',
+    }, {'/usr/local/Ascend/ascend-toolkit/latest': '8.2.RC1'})
+    fs = RootFS(root)
+    warnings = []
+    assert read_kernels(fs, read_toolkit(fs), warnings.append) == {
+        'version': '8.2.RC1', 'inner_version': '8.2.0.0.201', 'source': 'opp_kernel',
+        'path': toolkit + 'opp_kernel/version.info', 'socs': ['ascend910_93', 'ascend910b'],
+        'required_packages': REQUIRED_82}
+    found = read_installed(fs, 'kernels', chip='310P', warn=warnings.append)
+    assert (found['version'], found['version_file'], found['version_line']) == \
+        ('8.2.RC1', toolkit + 'opp_kernel/version.info', 'version_dir=')
+    assert warnings == []
+
+
+def test_kernels_record_without_version_dir(tmp_path):
+    root = make_tree(tmp_path, {
+        '/usr/local/Ascend/ascend-toolkit/latest/version.cfg': 'toolkit_installed_version=[7.6:8.2.RC1]\n',
+        '/usr/local/Ascend/ascend-toolkit/latest/opp_kernel/version.info': 'Version=8.2.0.0.201\n'})
+    fs = RootFS(root)
+    warnings = []
+    found = read_installed(fs, 'kernels', warn=warnings.append)
+    assert (found['version'], found['inner_version'], found['version_line']) == (None, '8.2.0.0.201', 'version_dir=')
+    assert warnings == ['%s/usr/local/Ascend/ascend-toolkit/latest/opp_kernel/version.info: no version_dir= line, the '
+                        'version is returned as null' % root]
 
 
 def test_toolkit_without_kernels(tmp_path):
@@ -709,7 +1000,7 @@ def test_kernels_of_an_unreadable_opp_kernel_line_have_a_null_version(tmp_path):
     warnings = []
     assert read_kernels(fs, read_toolkit(fs, None, warnings.append), warnings.append) == {
         'version': None, 'inner_version': None, 'source': 'version_cfg',
-        'path': '/usr/local/Ascend/ascend-toolkit/latest/version.cfg', 'socs': None}
+        'path': '/usr/local/Ascend/ascend-toolkit/latest/version.cfg', 'socs': None, 'required_packages': None}
     assert warnings == ['%s/usr/local/Ascend/ascend-toolkit/latest/version.cfg line 1: opp_kernel_installed_version=[8.0.0] '
                         'cannot be read: each [..] must hold "inner:version"; it is returned as null' % root]
     assert read_installed(fs, 'toolkit') is None  # a version.cfg without toolkit lines is no toolkit
@@ -778,6 +1069,70 @@ def test_malformed_sysfs_values_are_null_with_warnings(tmp_path):
         "%s/bus/pci/devices/0000:03:00.0/device line 1: 'd802' is not a hexadecimal number; it is returned as null" % root,
         '%s/devices/system/node/node2/cpulist: missing, the CPUs of NUMA node 2 are returned as null' % root,
     ]
+
+
+def test_possible_cpu_count(tmp_path):
+    def count(text):
+        warnings = []
+        root = make_tree(tmp_path / str(len(os.listdir(str(tmp_path)))), {} if text is None else {
+            '/devices/system/cpu/possible': text})
+        return possible_cpu_count(RootFS(root), warnings.append), [warning.split(': ', 1)[1] for warning in warnings]
+    assert count('0-191\n') == (192, [])
+    assert count('0,2-3\n') == (4, [])
+    assert count(None) == (MAX_CPUS, [])
+    assert count('0-4000000000\n') == (MAX_CPUS, [
+        'CPU 4000000000 is beyond the 8192 CPUs Linux supports; NUMA CPU lists are checked against 8192 CPUs instead'])
+    assert count('\n') == (MAX_CPUS, ['no CPU is listed; NUMA CPU lists are checked against 8192 CPUs instead'])
+    assert count('all\n') == (MAX_CPUS, [
+        "'all' is not a CPU number or range; NUMA CPU lists are checked against 8192 CPUs instead"])
+
+
+def test_an_absurd_numa_cpulist_is_null_with_a_warning(tmp_path):
+    files = npu_sysfs_files('0000:01:00.0', numa_node='0')
+    files.update(npu_sysfs_files('0000:02:00.0', numa_node='1'))
+    files['/devices/system/cpu/possible'] = '0-95\n'
+    files['/devices/system/node/node0/cpulist'] = '0-4000000000\n'
+    files['/devices/system/node/node1/cpulist'] = '48-96\n'
+    root = make_tree(tmp_path, files)
+    warnings = []
+    assert scan_npu_devices(RootFS(root), warnings.append) == [
+        npu('0000:01:00.0', 0, '0-4000000000', None), npu('0000:02:00.0', 1, '48-96', None)]
+    assert warnings == [
+        '%s/devices/system/node/node0/cpulist line 1: CPU 4000000000 is beyond the 96 CPUs this machine can have (0-95); '
+        'the CPUs of NUMA node 0 are returned as null' % root,
+        '%s/devices/system/node/node1/cpulist line 1: CPU 96 is beyond the 96 CPUs this machine can have (0-95); '
+        'the CPUs of NUMA node 1 are returned as null' % root,
+    ]
+    assert [device['numa_cpus'] for device in scan_npu_devices(RootFS(root), cpu_count=97)] == [None, list(range(48, 97))]
+
+
+def test_a_tree_without_possible_cpus_is_bounded_by_what_linux_supports(tmp_path):
+    files = npu_sysfs_files('0000:01:00.0', numa_node='0')
+    files['/devices/system/node/node0/cpulist'] = '0-8192\n'
+    warnings = []
+    assert scan_npu_devices(RootFS(make_tree(tmp_path, files)), warnings.append)[0]['numa_cpus'] is None
+    assert warnings[0].endswith('cpulist line 1: CPU 8192 is beyond the 8192 CPUs this machine can have (0-8191); the CPUs '
+                                'of NUMA node 0 are returned as null')
+
+
+def test_sysfs_files_that_cannot_be_read_never_block(tmp_path, monkeypatch):
+    files = npu_sysfs_files('0000:01:00.0', numa_node='0')
+    del files['/bus/pci/devices/0000:01:00.0/numa_node']
+    root = make_tree(tmp_path, files)
+    expected = [plant(monkeypatch, root, '/bus/pci/devices/0000:01:00.0/numa_node', 'fifo')]
+    warnings = []
+    with fails_after(5):
+        assert scan_npu_devices(RootFS(root), warnings.append) == [npu('0000:01:00.0', None, None, None)]
+    assert warnings == expected
+
+
+def test_names_that_are_not_utf8_are_made_printable():
+    name = os.fsdecode(b'8.0.\xff')
+    assert name == '8.0.\udcff'
+    assert replace_undecodable({name: [name, {'path': '/a/' + name}], 'n': 1, 'none': None}) == \
+        {'8.0.\ufffd': ['8.0.\ufffd', {'path': '/a/8.0.\ufffd'}], 'n': 1, 'none': None}
+    assert replace_undecodable('\ud800x') == '?x'  # a surrogate that stands for no byte
+    assert replace_undecodable('caf\u00e9') == 'caf\u00e9'
 
 
 # --- HwHiAiUser -----------------------------------------------------------------------------------------------------

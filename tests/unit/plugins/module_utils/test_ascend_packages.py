@@ -5,22 +5,33 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 
 """The Ascend package helpers: versions, file names, version files (real captures in tests/unit/fixtures/installer,
-each naming its source), installer output and logs."""
+each naming its source), installer output and logs, the checks of package files and the host-wide lock."""
 
 from __future__ import annotations
 
 import os
+import re
+import shutil
+import subprocess
+import time
 
 import pytest
 
 from ansible_collections.kunpeng_ascend.vllm.tests.unit.plugins.module_utils.fixtures import fixture_text
+from ansible_collections.kunpeng_ascend.vllm.tests.unit.plugins.module_utils.lock_holder import LockHolder, held_by
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils import _ascend_packages
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._ascend_packages import (
+    HostLock,
     InstalledRun,
     InstallLog,
     PackageError,
+    RunPackage,
+    check_deb_layout,
+    check_makeself_header,
     component_of_package_name,
     error_lines,
     failure_message,
+    host_lock_path,
     normalise_arch,
     parse_any_run_name,
     parse_package_file_name,
@@ -41,10 +52,30 @@ FIRMWARE_CHECK_AND_FULL = 'installer_firmware-910-6.3.0.1.241_check-and-full.txt
 FIRMWARE_CHECK = 'installer_firmware-910b-7.7.0.1.231_check.txt'
 TOOLKIT_OK = 'installer_cann-toolkit-6.3.RC1_install-success_summary.txt'
 TOOLKIT_DEB_NO_PYTHON = 'installer_cann-toolkit-deb_error_no-python_dpkg.txt'
+# The header of a real makeself archive (payload left out; its header says skip="719", filesizes="142").
+MAKESELF_HEADER = 'makeself-2.4.5_header_sha256_demo-1.0.0.txt'
+MAKESELF_PAYLOAD_BYTES = 142
 
 
 def load_fixture(name):
     return fixture_text('installer', name)
+
+
+def makeself_archive(payload_bytes=MAKESELF_PAYLOAD_BYTES):
+    """A makeself archive as bytes: the real header of the fixture and a stand-in payload of the size it announces."""
+    return load_fixture(MAKESELF_HEADER).encode('ascii') + b'\x1f\x8b' + b'\0' * (payload_bytes - 2)
+
+
+def ar_archive(members):
+    """An ar archive (the layout of a .deb) of (name, data) members."""
+    parts = [b'!<arch>\n']
+    for name, data in members:
+        parts.append(b'%-16s%-12d%-6d%-6d%-8s%-10d`\n' % (name.encode('ascii'), 1735689600, 0, 0, b'100644', len(data)))
+        parts.append(data + (b'\n' if len(data) % 2 else b''))
+    return b''.join(parts)
+
+
+DEB_MEMBERS = [('debian-binary', b'2.0\n'), ('control.tar.xz', b'c' * 100), ('data.tar.xz', b'd' * 1001)]
 
 
 def test_fixture_loader_strips_the_source_header():
@@ -387,3 +418,242 @@ def test_install_log_rotated_during_the_run(root):
     log.mark()
     root.write('/var/log/ascend_seclog/ascend_install.log', 'fresh\n')
     assert log.new_lines() == ['fresh']
+
+
+# ---------------------------------------------------------------------------------------------------- package files
+
+def write_bytes(tmp_path, name, data, mode=0o755):
+    path = str(tmp_path / name)
+    with open(path, 'wb') as handle:
+        handle.write(data)
+    os.chmod(path, mode)
+    return path
+
+
+def refusal(function, *args):
+    with pytest.raises(PackageError) as raised:
+        function(*args)
+    return raised.value.msg
+
+
+def test_a_whole_makeself_archive_passes(tmp_path):
+    check_makeself_header(write_bytes(tmp_path, 'demo_1.0.0.run', makeself_archive()))
+
+
+NOT_MAKESELF = ('is not a makeself archive (the Ascend .run installers are), so nothing was run: its first 64 KiB lack '
+                '%s. Download the package again; an error page or a script saved under the package name looks like '
+                'this')
+ALL_MARKERS = ('the "# This script was generated using Makeself" line, label=, filesizes=, a checksum (CRCsum=, MD5= '
+               'or SHA=), MS_Printf')
+
+
+@pytest.mark.parametrize('data,missing', [
+    (b'#!/bin/sh\necho not an installer\n', ALL_MARKERS),
+    (b'<!DOCTYPE html>\n<html><head><title>404 Not Found</title></head><body>Not Found</body></html>\n',
+     'a first line starting with #!, ' + ALL_MARKERS),
+    (b'\x00\x01binary junk\xff' * 100, 'a first line starting with #!, ' + ALL_MARKERS),
+    # the first lines of a real header: cut before label=, filesizes= and MS_Printf
+    (makeself_archive()[:300], 'label=, filesizes=, MS_Printf'),
+])
+def test_what_is_not_a_makeself_archive_is_refused(tmp_path, data, missing):
+    path = write_bytes(tmp_path, 'Ascend-hdk-910b-npu-driver_24.1.rc1_linux-aarch64.run', data)
+    assert refusal(check_makeself_header, path) == path + ' ' + NOT_MAKESELF % missing
+
+
+def test_an_empty_run_is_refused(tmp_path):
+    path = write_bytes(tmp_path, 'Ascend-hdk-910b-npu-driver_24.1.rc1_linux-aarch64.run', b'')
+    assert refusal(check_makeself_header, path) == (
+        '%s is empty, not a makeself archive, so nothing was run: download the package again' % path)
+
+
+HEADER_BYTES = 18668  # the fixture's 719 lines
+
+
+@pytest.mark.parametrize('size', [2000, 10000, HEADER_BYTES - 1])
+def test_a_makeself_header_cut_short_is_refused(tmp_path, size):
+    path = write_bytes(tmp_path, 'demo_1.0.0.run', makeself_archive()[:size])
+    assert refusal(check_makeself_header, path) == (
+        '%s has %d bytes, which end inside its 719-line makeself header: it is cut short, so nothing was run. Download '
+        'the package again' % (path, size))
+
+
+@pytest.mark.parametrize('size', [HEADER_BYTES, HEADER_BYTES + 100, HEADER_BYTES + MAKESELF_PAYLOAD_BYTES - 1,
+                                  HEADER_BYTES + MAKESELF_PAYLOAD_BYTES + 1])
+def test_a_makeself_archive_of_another_size_than_its_header_says_is_refused(tmp_path, size):
+    whole = makeself_archive()
+    assert len(whole) == HEADER_BYTES + MAKESELF_PAYLOAD_BYTES
+    path = write_bytes(tmp_path, 'demo_1.0.0.run', (whole + b'\0')[:size])
+    assert refusal(check_makeself_header, path) == (
+        '%s has %d bytes, but its makeself header announces %d (a %d-byte header and a %d-byte payload): it is cut '
+        'short or damaged, so nothing was run. Download the package again' % (
+            path, size, HEADER_BYTES + MAKESELF_PAYLOAD_BYTES, HEADER_BYTES, MAKESELF_PAYLOAD_BYTES))
+
+
+def test_a_makeself_header_without_its_size_lines_is_checked_against_its_payload(tmp_path):
+    # makeself before 2.4 writes no skip= and totalsize=: the file must at least be longer than its payload.
+    header = re.sub(r'(?m)^(skip|totalsize)=.*\n', '', load_fixture(MAKESELF_HEADER)).encode('ascii')
+    check_makeself_header(write_bytes(tmp_path, 'old.run', header + b'\0' * MAKESELF_PAYLOAD_BYTES))
+    header = header.replace(b'filesizes="142"', b'filesizes="1000000 200000"')
+    path = write_bytes(tmp_path, 'cut.run', header + b'\0' * 5000)
+    assert refusal(check_makeself_header, path) == (
+        '%s has %d bytes, but its makeself header announces a 1200000-byte payload after the header: it is cut short, '
+        'so nothing was run. Download the package again' % (path, len(header) + 5000))
+
+
+def test_the_makeself_header_check_reads_only_the_head_of_a_huge_file(tmp_path):
+    path = write_bytes(tmp_path, 'demo_1.0.0.run', makeself_archive())
+    os.truncate(path, 64 * 1024 ** 3)  # sparse: reading it all would take minutes and all the memory
+    assert refusal(check_makeself_header, path) == (
+        '%s has %d bytes, but its makeself header announces %d (a %d-byte header and a %d-byte payload): it is cut '
+        'short or damaged, so nothing was run. Download the package again' % (
+            path, 64 * 1024 ** 3, HEADER_BYTES + MAKESELF_PAYLOAD_BYTES, HEADER_BYTES, MAKESELF_PAYLOAD_BYTES))
+
+
+def test_a_run_named_with_a_version_that_does_not_parse_is_refused_before_its_header_is_read(tmp_path):
+    path = write_bytes(tmp_path, 'Ascend-cann-toolkit_8..0_linux-aarch64.run', b'never read')
+    package = RunPackage(path, runner=None, which=None, options={}, host_arch='aarch64')
+    assert refusal(package.inspect) == (
+        "Ascend-cann-toolkit_8..0_linux-aarch64.run: the package version 8..0 from its file name does not parse "
+        "('8..0' is not a version: '' is neither a number nor a tag such as rc1, post2 or b010), so nothing was run: "
+        "use the package as Huawei names and builds it")
+
+
+def test_a_run_package_reads_its_header(tmp_path):
+    path = write_bytes(tmp_path, 'Ascend-cann-toolkit_8.0.0_linux-aarch64.run', b'#!/bin/sh\nrm -rf /\n')
+    package = RunPackage(path, runner=None, which=None, options={}, host_arch='aarch64')
+    assert refusal(package.inspect) == path + ' ' + NOT_MAKESELF % ALL_MARKERS
+    path = write_bytes(tmp_path, 'Ascend-cann-toolkit_8.0.1_linux-aarch64.run', makeself_archive())
+    package = RunPackage(path, runner=None, which=None, options={}, host_arch='aarch64')
+    package.inspect()
+    assert (package.component, package.version) == ('toolkit', '8.0.1')
+
+
+def test_a_whole_deb_layout_passes(tmp_path):
+    check_deb_layout(write_bytes(tmp_path, 'a.deb', ar_archive(DEB_MEMBERS), 0o644))
+
+
+@pytest.mark.parametrize('size,message', [
+    (0, 'is not a Debian package (it does not start like an ar archive), so nothing was run: download the package '
+        'again'),
+    (8 + 30, 'is cut short or damaged: no valid ar member header at byte 8, so nothing was run. Download the package '
+             'again'),
+    (100, 'is cut short or damaged: no valid ar member header at byte 72, so nothing was run. Download the package '
+          'again'),
+    (200, 'is cut short: its member control.tar.xz ends at byte 232, but the file has 200 bytes, so nothing was run. '
+          'Download the package again'),
+    (1294 // 2, 'is cut short: its member data.tar.xz ends at byte 1293, but the file has 647 bytes, so nothing was '
+                'run. Download the package again'),
+    (1292, 'is cut short: its member data.tar.xz ends at byte 1293, but the file has 1292 bytes, so nothing was run. '
+           'Download the package again'),
+])
+def test_a_deb_cut_short_is_refused(tmp_path, size, message):
+    whole = ar_archive(DEB_MEMBERS)
+    assert len(whole) == 1294
+    path = write_bytes(tmp_path, 'a.deb', whole[:size], 0o644)
+    assert refusal(check_deb_layout, path) == '%s %s' % (path, message)
+
+
+def test_a_deb_without_its_members_is_refused(tmp_path):
+    path = write_bytes(tmp_path, 'a.deb', ar_archive([('debian-binary', b'2.0\n'), ('control.tar.xz', b'c')]), 0o644)
+    assert refusal(check_deb_layout, path) == (
+        '%s is not a Debian package: its ar members are debian-binary, control.tar.xz, not debian-binary, '
+        'control.tar* and data.tar*, so nothing was run' % path)
+    path = write_bytes(tmp_path, 'b.deb', ar_archive(DEB_MEMBERS) + b'<html>garbage after the last member</html>\n' * 3,
+                       0o644)
+    assert refusal(check_deb_layout, path) == (
+        '%s is cut short or damaged: no valid ar member header at byte 1294, so nothing was run. Download the package '
+        'again' % path)
+
+
+@pytest.mark.skipif(shutil.which('dpkg-deb') is None, reason='needs dpkg-deb (apt-get install dpkg)')
+def test_a_real_deb_cut_in_half_is_refused(tmp_path):
+    """A .deb built by dpkg-deb passes; its first half, which dpkg-deb --info and -f still read, does not."""
+    tree = tmp_path / 'tree'
+    (tree / 'DEBIAN').mkdir(parents=True)
+    (tree / 'DEBIAN' / 'control').write_text('Package: ascend-cann-toolkit\nVersion: 8.0.0\nArchitecture: arm64\n'
+                                             'Maintainer: test <test@example.com>\nDescription: test\n')
+    (tree / 'usr' / 'share').mkdir(parents=True)
+    (tree / 'usr' / 'share' / 'payload').write_bytes(os.urandom(200000))
+    deb = str(tmp_path / 'Ascend-cann-toolkit_8.0.0_linux-aarch64.deb')
+    subprocess.run(['dpkg-deb', '--root-owner-group', '-b', str(tree), deb], check=True, stdout=subprocess.DEVNULL)
+    check_deb_layout(deb)
+    with open(deb, 'rb') as handle:
+        half = write_bytes(tmp_path, 'half.deb', handle.read()[:os.path.getsize(deb) // 2], 0o644)
+    assert subprocess.run(['dpkg-deb', '--info', half], stdout=subprocess.DEVNULL, check=False).returncode == 0
+    message = refusal(check_deb_layout, half)
+    assert re.match(r'^%s is cut short: its member data\.tar(\.[a-z]+)? ends at byte [0-9]+, but the file has %d '
+                    r'bytes, so nothing was run\. Download the package again$'
+                    % (re.escape(half), os.path.getsize(half)), message), message
+
+
+# ---------------------------------------------------------------------------------------------------- host-wide lock
+
+def test_a_second_process_waits_for_the_lock_and_times_out_naming_the_holder(tmp_path):
+    path = str(tmp_path / 'package.lock')
+    with LockHolder(path) as holder:
+        started = time.monotonic()
+        message = refusal(HostLock(path, 'this run').acquire, 1)
+        assert time.monotonic() - started >= 1
+        assert held_by(path, holder.pid, 'the other run', 1).match(message), message
+        holder.release()
+    lock = HostLock(path, 'this run')
+    lock.acquire(0)
+    with open(path, encoding='utf-8') as handle:
+        assert handle.read().startswith('pid %d: this run, since ' % os.getpid())
+    lock.release()
+    with open(path, encoding='utf-8') as handle:
+        assert handle.read() == ''
+
+
+def test_the_lock_is_taken_as_soon_as_the_holder_releases_it(tmp_path):
+    path = str(tmp_path / 'package.lock')
+    waits = []
+    with LockHolder(path) as holder:
+        def sleep(seconds):
+            waits.append(seconds)
+            if len(waits) == 3:
+                holder.release()
+        lock = HostLock(path, 'this run')
+        lock.acquire(600, sleep=sleep)
+    assert waits == [0.2] * 3
+    lock.release()
+
+
+def test_a_killed_holder_releases_the_lock(tmp_path):
+    path = str(tmp_path / 'package.lock')
+    LockHolder(path).stop()
+    with HostLock(path, 'this run').held(0):
+        message = refusal(HostLock(path, 'a third run').acquire, 0)
+    assert held_by(path, os.getpid(), 'this run', 0).match(message), message
+
+
+def test_the_lock_is_released_when_the_block_fails(tmp_path):
+    path = str(tmp_path / 'package.lock')
+    with pytest.raises(PackageError):
+        with HostLock(path, 'this run').held(0):
+            raise PackageError('the installer failed')
+    with HostLock(path, 'the next run').held(0):
+        pass
+
+
+def test_the_lock_is_a_regular_file_and_never_a_symlink(tmp_path):
+    target = tmp_path / 'shadow'
+    target.write_text('root:x:0:\n')
+    link = tmp_path / 'link.lock'
+    link.symlink_to(target)
+    assert refusal(HostLock(str(link), 'this run').acquire, 0) == (
+        'cannot open the host-wide lock %s: Too many levels of symbolic links (ascend_package runs as root: become: '
+        'true)' % link)
+    assert target.read_text() == 'root:x:0:\n'
+    (tmp_path / 'dir.lock').mkdir()
+    assert refusal(HostLock(str(tmp_path / 'dir.lock'), 'this run').acquire, 0) == (
+        'cannot open the host-wide lock %s: Is a directory (ascend_package runs as root: become: true)'
+        % (tmp_path / 'dir.lock'))
+    os.mkfifo(str(tmp_path / 'fifo.lock'))
+    assert refusal(HostLock(str(tmp_path / 'fifo.lock'), 'this run').acquire, 0) == (
+        'the host-wide lock %s is not a regular file: remove it' % (tmp_path / 'fifo.lock'))
+
+
+def test_host_lock_path_is_in_the_first_lock_directory_there_is(tmp_path, monkeypatch):
+    monkeypatch.setattr(_ascend_packages, 'LOCK_DIRS', (str(tmp_path / 'missing'), str(tmp_path), '/run'))
+    assert host_lock_path() == str(tmp_path / 'kunpeng_ascend_package.lock')

@@ -13,13 +13,13 @@ import pytest
 
 from ansible_collections.kunpeng_ascend.vllm.tests.unit.plugins.module_utils.fixtures import fixture_text
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._ascend_files import parse_driver_version_info
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._command import CommandResult
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._npu_smi import (
     describe_npu_smi_failure,
     parse_npu_smi_info,
 )
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._preflight import (
     CHECK_NAMES,
-    CommandOutput,
     check_architecture,
     check_build_tools,
     check_compatibility,
@@ -56,8 +56,8 @@ def result(name, status, message, fix=None):
     return {'name': name, 'status': status, 'message': message, 'fix': fix}
 
 
-def output(argv, rc=0, stdout='', stderr=''):
-    return CommandOutput(argv, rc, stdout, stderr)
+def output(argv, rc=0, stdout='', stderr='', timed_out=False):
+    return CommandResult(argv, rc, stdout, stderr, timed_out)
 
 
 def test_fixture_loader_strips_the_source_header():
@@ -193,6 +193,12 @@ def test_package_database_dpkg_error_fails_with_the_command():
     assert found == result(
         'package_database', 'fail', '/usr/bin/dpkg --audit failed (rc=2): dpkg: error: dpkg frontend lock was locked by '
         'another process with pid 4242', 'repair dpkg (is another apt or dpkg running?), then run the preflight again')
+
+
+def test_package_database_dpkg_stopped_at_the_time_limit_says_so():
+    found = check_package_database('dpkg', output(DPKG_AUDIT, -9, timed_out=True))
+    assert found == result('package_database', 'fail', '/usr/bin/dpkg --audit failed (rc=-9, stopped at the time limit): '
+                           'no output', 'repair dpkg (is another apt or dpkg running?), then run the preflight again')
 
 
 def test_package_database_rpm_clean_passes():
@@ -391,7 +397,7 @@ def test_npu_processes_busy_fail():
 
 def test_npu_processes_one_unnamed():
     info = {'processes': [{'npu_id': 5, 'chip_id': 0, 'pid': 1079652, 'name': '', 'memory_mb': 1, 'container_pid': None}],
-            'chips': []}
+            'chips': [], 'complete': True}
     found = check_npu_processes({'found': True, 'failure': None, 'info': info})
     assert found['message'] == '1 process still holds NPUs: pid 1079652 (no name) on NPU 5'
 
@@ -434,10 +440,50 @@ def test_npu_health_warning_only_warns():
     assert (found['status'], found['message']) == ('warn', 'NPU chips not healthy: NPU 0 chip 0: Warning')
 
 
-def test_npu_health_no_chip_fails():
-    found = check_npu_health({'found': True, 'failure': None, 'info': {'chips': [], 'processes': []}})
-    assert found == result('npu_health', 'fail', 'npu-smi info lists no NPU chip',
-                           'check the driver and the cards (dmesg, lspci -d 19e5:)')
+INCOMPLETE_FIX = ('run npu-smi info on the host: output that stops short means npu-smi or the driver broke off (see '
+                  'dmesg, then run the preflight again); a whole table is a parser bug to report with that output')
+
+
+def cut_npu_smi(fixture, lines):
+    """The state of an npu-smi info whose output stopped after its first ``lines`` lines."""
+    text = ''.join(load_npu_smi(fixture).splitlines(True)[:lines])
+    return {'found': True, 'failure': None, 'info': parse_npu_smi_info(text)}
+
+
+def test_npu_checks_fail_on_a_table_cut_between_chips():
+    # The issue's case: 3 of the 8 busy NPUs read, no process table; it used to pass both checks.
+    state = cut_npu_smi(BUSY, 15)
+    reason = ("the output ends at line 15 before the table does (no process table), so it is incomplete (cut off?): "
+              "'+===========================+===============+====================================================+'")
+    assert (state['info']['chip_count'], state['info']['incomplete_reason']) == (3, reason)
+    assert check_npu_health(state) == result(
+        'npu_health', 'fail', 'the NPU health cannot be checked: npu-smi info printed an incomplete table: ' + reason,
+        INCOMPLETE_FIX)
+    assert check_npu_processes(state) == result(
+        'npu_processes', 'fail', 'the processes holding NPUs cannot be checked: npu-smi info printed an incomplete '
+        'table: ' + reason, INCOMPLETE_FIX)
+
+
+def test_npu_processes_fail_when_the_process_table_is_cut_between_npus():
+    # 4 of the 8 processes read, each block closed by its border: only the NPUs missing from the list tell.
+    state = cut_npu_smi(BUSY, 41)
+    assert len(state['info']['processes']) == 4
+    assert check_npu_processes(state) == result(
+        'npu_processes', 'fail', 'the processes holding NPUs cannot be checked: npu-smi info printed an incomplete '
+        "table: the output ends at line 41 before the table does (the process table does not list NPU 4, 5, 6, 7), so "
+        "it is incomplete (cut off?): "
+        "'+===========================+===============+====================================================+'",
+        INCOMPLETE_FIX)
+
+
+def test_npu_health_without_a_chip_row_fails():
+    # A chip table header and nothing after it: a complete table lists at least one chip.
+    found = check_npu_health(cut_npu_smi(HEALTHY_IDLE, 6))
+    assert found == result(
+        'npu_health', 'fail', 'the NPU health cannot be checked: npu-smi info printed an incomplete table: the output '
+        "ends at line 6 before the table does (no chip row), so it is incomplete (cut off?): "
+        "'+===========================+===============+====================================================+'",
+        INCOMPLETE_FIX)
 
 
 # --- driver version ------------------------------------------------------------------------------------------

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib.machinery
 import importlib.util
+import json
 import os
 import shutil
 import subprocess
@@ -34,8 +35,11 @@ from ansible_collections.kunpeng_ascend.vllm.tests.unit.plugins.module_utils.tes
     FIRMWARE,
     INSTALL_INFO,
     NNAL,
+    OPP_KERNEL_82,
+    REQUIRED_82,
     TOOLKIT_800,
     VERSION_CFG,
+    fails_after,
     load_fixture,
     make_tree,
 )
@@ -130,7 +134,8 @@ def test_a2_host_from_the_samples(tmp_path, warn):
     assert (toolkit['version'], toolkit['layout'], toolkit['path'], toolkit['set_env']) == \
         ('8.0.0', 'ascend-toolkit', '/usr/local/Ascend/ascend-toolkit/8.0.0', '/usr/local/Ascend/ascend-toolkit/set_env.sh')
     assert facts['kernels'] == {'version': '8.0.T63', 'inner_version': '7.6.T13.0.B094', 'source': 'version_cfg',
-                                'path': '/usr/local/Ascend/ascend-toolkit/8.0.0/version.cfg', 'socs': None}
+                                'path': '/usr/local/Ascend/ascend-toolkit/8.0.0/version.cfg', 'socs': None,
+                                'required_packages': None}
     assert (facts['nnal']['version'], facts['nnal']['path']) == ('8.0.T63', '/usr/local/Ascend/nnal/atb/8.0.T63')
     assert facts['docker_runtime'] is None
     assert facts['npu_count'] == 8
@@ -204,20 +209,93 @@ def test_unreadable_and_malformed_files_are_null_with_warnings(tmp_path, warn, m
         '/usr/local/Ascend/driver/version.info': 'Version=24.1.rc1\ncompatible_version_fw=7.0.0-7.7.99\n',
         '/usr/local/Ascend/firmware/version.info': 'Version=7.5.0.3.220\n',
     })
-    real_open = open
+    real_open = os.open
 
     def denying_open(path, *args, **kwargs):
         if path.endswith('/firmware/version.info'):
             raise PermissionError(13, 'Permission denied', path)
         return real_open(path, *args, **kwargs)
-    monkeypatch.setattr(_ascend_files, 'open', denying_open, raising=False)
+    monkeypatch.setattr(os, 'open', denying_open)
     facts = run_module({'root': root, 'sysfs_path': sysfs_tree(tmp_path)})['ansible_facts']['ascend']
     assert (facts['driver']['version'], facts['driver']['compatible_firmware'], facts['firmware']) == ('24.1.rc1', None, None)
     assert warnings_of(warn) == [
         '%s/usr/local/Ascend/driver/version.info line 2: compatible_version_fw=7.0.0-7.7.99 is not a list of [min,max] '
         'ranges: not a list of [..] groups; it is returned as null' % root,
-        '%s/usr/local/Ascend/firmware/version.info: cannot be read: Permission denied' % root,
+        '%s/usr/local/Ascend/firmware/version.info: cannot be opened: Permission denied; it is not read' % root,
     ]
+
+
+def test_files_that_are_not_what_they_seem_are_warnings_and_never_block(tmp_path, warn):
+    root = make_tree(tmp_path / 'root', {'/usr/local/Ascend/firmware/version.info': 'Version=7.5.0.3.220\n'})
+    sysfs = sysfs_tree(tmp_path)
+    numa_node = os.path.join(sysfs, 'bus/pci/devices/0000:01:00.0/numa_node')
+    os.remove(numa_node)
+    records = ('etc/ascend_install.info', 'etc/Ascend/ascend_cann_install.info', 'etc/passwd')
+    fifos = [os.path.join(root, path) for path in records] + [numa_node]
+    for fifo in fifos:
+        os.makedirs(os.path.dirname(fifo), exist_ok=True)
+        os.mkfifo(fifo)
+    os.makedirs(os.path.join(root, 'usr/local/Ascend/driver/version.info'))
+    with fails_after(10):
+        facts = run_module({'root': root, 'sysfs_path': sysfs})['ansible_facts']['ascend']
+    assert (facts['install_record'], facts['cann_install_record'], facts['driver'], facts['hwhiaiuser']) == \
+        (None, None, None, NO_ACCOUNT)
+    assert facts['firmware']['version'] == '7.5.0.3.220'
+    assert [npu['numa_node'] for npu in facts['npu_devices'] if npu['bus_id'] == '0000:01:00.0'] == [None]
+    fifo_warnings = ['%s: a FIFO (named pipe), not a regular file; it is not read' % fifo for fifo in fifos]
+    assert warnings_of(warn) == fifo_warnings[:2] + fifo_warnings[3:] + [
+        '%s/usr/local/Ascend/driver/version.info: a directory, not a regular file; it is not read' % root,
+        fifo_warnings[2]]
+
+
+def test_an_absurd_numa_cpulist_is_null_with_a_warning(tmp_path, warn):
+    sysfs = sysfs_tree(tmp_path)
+    make_tree(sysfs, {'/devices/system/cpu/possible': '0-191\n', '/devices/system/node/node1/cpulist': '96-4000000000\n'})
+    devices = run_module({'root': str(tmp_path), 'sysfs_path': sysfs})['ansible_facts']['ascend']['npu_devices']
+    assert [(npu['numa_node'], npu['numa_cpulist'], npu['numa_cpus'] and len(npu['numa_cpus'])) for npu in devices] == \
+        [(1, '96-4000000000', None)] * 4 + [(0, '0-95', 96)] * 4
+    assert warnings_of(warn) == [
+        '%s/devices/system/node/node1/cpulist line 1: CPU 4000000000 is beyond the 192 CPUs this machine can have '
+        '(0-191); the CPUs of NUMA node 1 are returned as null' % sysfs]
+
+
+def test_kernels_of_cann_8_2_from_their_opp_kernel_record(tmp_path, warn):
+    toolkit = '/usr/local/Ascend/ascend-toolkit/8.2.RC1/'
+    root = make_tree(tmp_path / 'root', {
+        toolkit + 'aarch64-linux/ascend_toolkit_install.info': 'version=8.2.RC1\n',
+        toolkit + 'opp_kernel/version.info': load_fixture(OPP_KERNEL_82),
+        toolkit + 'opp/built-in/op_impl/ai_core/tbe/kernel/ascend910b/bin/op.o': '',
+    }, {'/usr/local/Ascend/ascend-toolkit/latest': '8.2.RC1'})
+    facts = run_module({'root': root, 'sysfs_path': sysfs_tree(tmp_path)})['ansible_facts']['ascend']
+    assert facts['kernels'] == {'version': '8.2.RC1', 'inner_version': '8.2.0.0.201', 'source': 'opp_kernel',
+                                'path': toolkit + 'opp_kernel/version.info', 'socs': ['ascend910b'],
+                                'required_packages': REQUIRED_82}
+    assert warnings_of(warn) == []
+
+
+def test_names_that_are_not_utf8_are_returned_with_replacement_characters(tmp_path, warn):
+    """ansible-core 2.19's controller refuses a whole result holding a string that is not valid UTF-8."""
+    root = str(tmp_path / 'root')
+    toolkit = os.path.join(os.fsencode(root), b'usr/local/Ascend/ascend-toolkit')
+    os.makedirs(os.path.join(toolkit, b'8.0.\xff/aarch64-linux'))
+    with open(os.path.join(toolkit, b'8.0.\xff/aarch64-linux/ascend_toolkit_install.info'), 'wb') as handle:
+        handle.write(b'version=8.0.\xff\n')
+    os.symlink(b'8.0.\xff', os.path.join(toolkit, b'latest'))
+    os.symlink(b'8.2.\xfe', os.path.join(toolkit, b'8.2.\xfe'))
+    os.makedirs(os.path.join(toolkit, b'8.1.\xfe'))
+    result = run_module({'root': root, 'sysfs_path': sysfs_tree(tmp_path)})
+    json.dumps(result, ensure_ascii=False).encode('utf-8')  # raises UnicodeEncodeError on a lone surrogate
+    facts = result['ansible_facts']['ascend']['toolkit']
+    assert (facts['version'], facts['path'], facts['install_info'], facts['installed_versions']) == (
+        '8.0.\ufffd', '/usr/local/Ascend/ascend-toolkit/8.0.\ufffd',
+        '/usr/local/Ascend/ascend-toolkit/8.0.\ufffd/aarch64-linux/ascend_toolkit_install.info', ['8.1.\ufffd', '8.0.\ufffd'])
+    # the link loop is met while looking for the toolkit and while listing its versions: one warning
+    assert warnings_of(warn) == [
+        '%s/usr/local/Ascend/ascend-toolkit/8.2.\ufffd: a symbolic link loop; it is ignored' % root,
+        '%s/usr/local/Ascend/ascend-toolkit/8.0.\ufffd/aarch64-linux/ascend_toolkit_install.info: not UTF-8 text (invalid '
+        'start byte); unreadable characters are replaced' % root]
+    for message in warnings_of(warn):
+        message.encode('utf-8')
 
 
 def test_root_that_is_not_a_directory(tmp_path, warn):
@@ -263,6 +341,19 @@ def test_fake_sysfs_matches_the_simulated_npu_smi(tmp_path, profile):
     by_bus = {device['bus_id']: device['numa_node'] for device in devices}
     half = len(sim_buses) // 2
     assert [by_bus[bus] for bus in sim_buses] == [0] * half + [1] * half
+
+
+@pytest.mark.parametrize('profile', ['910b-8', 'a3-16', '310p-duo'])
+def test_fake_sysfs_lists_every_numa_cpu_among_the_possible_ones(tmp_path, profile):
+    """The NUMA CPU lists are read against the tree's own CPU count, not the 8192 fallback, and all fit in it."""
+    fake_sysfs.write_sysfs(str(tmp_path), profile)
+    warnings = []
+    sysfs = _ascend_files.RootFS(str(tmp_path))
+    count = _ascend_files.possible_cpu_count(sysfs, warnings.append)
+    assert count == {'910b-8': 192, 'a3-16': 160, '310p-duo': 96}[profile]
+    for cpulist in fake_sysfs.node_cpulists(profile).values():
+        assert max(_ascend_files.expand_cpulist(cpulist, count)) < count
+    assert warnings == []
 
 
 def test_fake_sysfs_cli(tmp_path):
@@ -338,7 +429,8 @@ def test_facts_of_a_root_the_fake_packages_were_installed_into(tmp_path, warn):
         {'running': '8.0.0', 'upgrade': '8.0.0', 'installed': '8.0.0'}
     assert facts['kernels'] == {
         'version': '8.0.0', 'inner_version': 'V100R001C20SPC001B251', 'source': 'version_info', 'socs': ['ascend910b'],
-        'path': '/usr/local/Ascend/ascend-toolkit/8.0.0/opp/built-in/op_impl/ai_core/tbe/kernel/ascend910b/version.info'}
+        'path': '/usr/local/Ascend/ascend-toolkit/8.0.0/opp/built-in/op_impl/ai_core/tbe/kernel/ascend910b/version.info',
+        'required_packages': None}
     nnal = facts['nnal']
     assert (nnal['version'], nnal['build_version'], nnal['platform'], nnal['path'], nnal['set_env']) == \
         ('8.0.0', '8.0.0.B020', 'aarch64', '/usr/local/Ascend/nnal/atb/8.0.0', '/usr/local/Ascend/nnal/atb/set_env.sh')

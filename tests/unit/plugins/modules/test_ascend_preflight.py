@@ -10,6 +10,7 @@ get_bin_path, uname values, statvfs and the executables mocked."""
 from __future__ import annotations
 
 import collections
+import json
 import os
 import platform
 from unittest import mock
@@ -17,8 +18,9 @@ from unittest import mock
 import pytest
 
 from ansible.module_utils import basic
+from ansible.module_utils.common.text.converters import to_native
 
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils import _ascend_files
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils import _ascend_files, _command
 from ansible_collections.kunpeng_ascend.vllm.plugins.modules import ascend_preflight
 from ansible_collections.kunpeng_ascend.vllm.tests.unit.plugins.modules.module_harness import (
     ExitJson,
@@ -48,6 +50,7 @@ DPKG_QUERY_ARGS = ('-W', '-f=${db:Status-Abbrev} ${Package}\\n')
 RPM_VERIFY_ARGS = ('-Va', '--nofiles', '--nodigest', '--noscripts')
 HEALTHY_IDLE = 'npu-smi-info_910B4_24.1.rc1_1npu_noproc_fastllm-doc.txt'
 ALARM = 'npu-smi-info_Ascend950PR_25.7.rc1_3npu_Alarm-health_procs.txt'
+BUSY = 'npu-smi-info_910B3_25.0.rc1.b010_8npu_8procs_busy.txt'
 DRIVER_24_1 = 'driver-version.info_24.1.rc1_mindcluster-doc.txt'
 MISSING_NPU_SMI = ('npu-smi is not installed: the NPU driver is not installed yet, which is normal before a first install, '
                    'so %s cannot be checked')
@@ -78,7 +81,9 @@ class FakeHost:
         if argv == [LOCALE, '-a']:
             return 0, 'C\nC.utf8\nPOSIX\n', ''
         assert argv[:3] == [TIMEOUT, '--kill-after=5', '120']
-        return self.answers[tuple(argv[3:])]
+        rc, stdout, stderr = self.answers[tuple(argv[3:])]
+        # Output given as bytes is decoded the way run_command decodes it by default.
+        return rc, to_native(stdout, errors='surrogate_or_strict'), to_native(stderr, errors='surrogate_or_strict')
 
     def statvfs(self, path):
         self.statvfs_paths.append(path)
@@ -389,6 +394,57 @@ def test_a_failing_npu_smi_fails_both_npu_checks_with_its_hint(host):
     assert message.startswith('npu-smi info failed (rc=1): ')
     assert 'Hint: the user running npu-smi is not in group HwHiAiUser' in message
     assert host.commands() == [command(NPU_SMI, 'info')]
+
+
+INCOMPLETE_FIX = ('run npu-smi info on the host: output that stops short means npu-smi or the driver broke off (see '
+                  'dmesg, then run the preflight again); a whole table is a parser bug to report with that output')
+
+
+def test_an_npu_smi_table_cut_off_part_way_fails_both_npu_checks(host):
+    # The issue's case: 3 of 8 busy NPUs and no process table used to pass npu_health and npu_processes.
+    host.answers[(NPU_SMI, 'info')] = (0, ''.join(load_npu_smi(BUSY).splitlines(True)[:15]), '')
+    result = run_module(host, {'checks': ['npu_processes', 'npu_health'], 'fail_on': 'never'})
+    reason = ("npu-smi info printed an incomplete table: the output ends at line 15 before the table does (no process "
+              "table), so it is incomplete (cut off?): "
+              "'+===========================+===============+====================================================+'")
+    assert result['checks'] == [
+        {'name': 'npu_processes', 'status': 'fail', 'message': 'the processes holding NPUs cannot be checked: ' + reason,
+         'fix': INCOMPLETE_FIX},
+        {'name': 'npu_health', 'status': 'fail', 'message': 'the NPU health cannot be checked: ' + reason,
+         'fix': INCOMPLETE_FIX}]
+    host.warn.assert_called_once_with('npu-smi info: ' + reason.split(': ', 1)[1])
+
+
+def test_an_npu_smi_killed_at_the_time_limit_fails_with_the_hung_hint(host, monkeypatch):
+    monkeypatch.setattr(_command, 'time', mock.Mock(monotonic=mock.Mock(side_effect=[0.0, 125.0])))
+    host.answers[(NPU_SMI, 'info')] = (-9, '', '')
+    result = run_module(host, {'checks': ['npu_health']}, FailJson)
+    assert by_name(result, 'npu_health')['message'] == (
+        'npu-smi info failed (rc=-9): no output. Hint: npu-smi hung and was stopped by the timeout: a driver or device '
+        'problem (see dmesg and the device health; raise timeout only if the host is merely slow).')
+
+
+def test_a_process_name_that_is_not_utf8_is_reported_as_valid_utf8(host):
+    stdout = load_npu_smi(ALARM).encode('utf-8').replace(b'| 1530715       | python   ', b'| 1530715       | py\xff\xfen   ')
+    host.answers[(NPU_SMI, 'info')] = (0, stdout, '')
+    result = run_module(host, {'checks': ['npu_processes'], 'fail_on': 'never'})
+    assert by_name(result, 'npu_processes')['message'] == ('2 processes still hold NPUs: pid 1530715 (py\ufffd\ufffdn) '
+                                                           'on NPU 0, pid 1655234 (python) on NPU 0')
+    assert json.dumps(result, ensure_ascii=False).encode('utf-8')
+
+
+def test_warnings_of_what_was_read_are_capped_and_the_check_warnings_follow(host):
+    table = load_npu_smi(HEALTHY_IDLE).splitlines(True)
+    host.answers[(NPU_SMI, 'info')] = (0, ''.join(table[:9] + ['garbage %d\n' % number for number in range(30)] + table[9:]),
+                                       '')
+    host.machine = 'x86_64'
+    result = run_module(host, {'checks': ['architecture', 'npu_health'], 'fail_on': 'never'})
+    assert result['counts'] == {'pass': 1, 'warn': 1, 'fail': 0}
+    messages = [call.args[0] for call in host.warn.call_args_list]
+    assert messages[:20] == ["npu-smi info line %d: ignored text inside the table: 'garbage %d'" % (10 + number, number)
+                             for number in range(20)]
+    assert messages[20:] == ['... and 10 more warnings', 'preflight architecture: %s (fix: %s)' % (
+        by_name(result, 'architecture')['message'], by_name(result, 'architecture')['fix'])]
 
 
 def test_a_configured_npu_smi_that_is_not_executable_fails(host):

@@ -8,11 +8,13 @@
 
 from __future__ import annotations
 
+import json
 from unittest import mock
 
 import pytest
 
 from ansible.module_utils import basic
+from ansible.module_utils.common.text.converters import to_native
 
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils import _command
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._npu_smi import parse_npu_smi_info
@@ -54,7 +56,9 @@ class FakeHost:
         if argv == [LOCALE, '-a']:
             return 0, 'C\nC.utf8\nPOSIX\nen_US.utf8\n', ''
         npu_smi = next(index for index, arg in enumerate(argv) if arg.endswith('npu-smi'))
-        return self.answers[tuple(argv[npu_smi + 1:])]
+        rc, stdout, stderr = self.answers[tuple(argv[npu_smi + 1:])]
+        # Output given as bytes is decoded the way run_command decodes it by default.
+        return rc, to_native(stdout, errors='surrogate_or_strict'), to_native(stderr, errors='surrogate_or_strict')
 
     def npu_smi_calls(self):
         return [call for call in self.run_command.call_args_list if call.args[0] != [LOCALE, '-a']]
@@ -114,10 +118,60 @@ def test_check_mode_reads_the_same(host):
 
 
 def test_parser_warnings_become_module_warnings(host):
-    host.answers[('info',)] = (0, load_fixture('npu-smi-info_910B1_23.0.rc2_8npu_elided.txt'), '')
+    host.answers[('info',)] = (0, load_fixture('npu-smi-info_910B1_23.0.rc2.b090_8npu_training-load_elided.txt'), '')
     result = run_module({})
-    assert result['npu_smi']['chip_count'] == 3
-    host.warn.assert_called_once_with("npu-smi info line 14: ignored text inside the table: '...'")
+    assert (result['npu_smi']['chip_count'], result['npu_smi']['complete']) == (2, True)
+    assert host.warn.call_args_list == [mock.call("npu-smi info line 10: ignored text inside the table: '...'"),
+                                        mock.call("npu-smi info line 22: ignored text inside the table: '...'")]
+
+
+def test_a_table_cut_off_part_way_is_returned_as_incomplete_with_a_warning(host):
+    # The issue's case: the first 15 lines of an 8-NPU table; it used to return 3 healthy chips and no warning.
+    host.answers[('info',)] = (0, ''.join(load_fixture(BUSY_910B3).splitlines(True)[:15]), '')
+    npu = run_module({})['npu_smi']
+    reason = ("the output ends at line 15 before the table does (no process table), so it is incomplete (cut off?): "
+              "'+===========================+===============+====================================================+'")
+    assert (npu['chip_count'], npu['all_healthy'], npu['complete'], npu['incomplete_reason']) == (3, False, False, reason)
+    host.warn.assert_called_once_with('npu-smi info: ' + reason)
+
+
+def test_a_process_name_that_is_not_utf8_is_returned_as_valid_utf8(host):
+    stdout = load_fixture(BUSY_910B3).encode('utf-8').replace(
+        b'| 1067983       |                          |', b'| 1067983       | py\xff\xfe                   |')
+    host.answers[('info',)] = (0, stdout, b'warning: \xff\n')
+    result = run_module({})
+    assert result['npu_smi']['processes'][0]['name'] == 'py\ufffd\ufffd'
+    # What ansible-core 2.19's controller needs: the whole result encodes as UTF-8 (a lone surrogate would not).
+    assert json.dumps(result, ensure_ascii=False).encode('utf-8')
+
+
+def test_a_failing_npu_smi_with_bytes_that_are_not_utf8_fails_with_valid_utf8(host):
+    host.answers[('info',)] = (255, b'dcmi module initialize failed. ret is -8005 \xff\n', b'\xfe\n')
+    result = run_module({}, FailJson)
+    assert (result['stdout'], result['stderr']) == ('dcmi module initialize failed. ret is -8005 \ufffd\n', '\ufffd\n')
+    assert json.dumps(result, ensure_ascii=False).encode('utf-8')
+
+
+def before_the_process_table(lines):
+    """The busy 910B3 table with ``lines`` inserted between its chip and its process table (lines 31 on)."""
+    table = load_fixture(BUSY_910B3).splitlines(True)
+    return ''.join(table[:30] + lines + table[30:])
+
+
+def test_warnings_are_capped_at_20_and_counted(host):
+    host.answers[('info',)] = (0, before_the_process_table(['garbage %d\n' % number for number in range(1000)]), '')
+    result = run_module({})
+    assert result['npu_smi']['complete'] is True
+    assert host.warn.call_args_list == [
+        mock.call("npu-smi info line %d: ignored text inside the table: 'garbage %d'" % (31 + number, number))
+        for number in range(20)] + [mock.call('... and 980 more warnings')]
+
+
+def test_a_warning_quoting_a_long_line_is_cut(host):
+    host.answers[('info',)] = (0, before_the_process_table(['x' * 100000 + '\n']), '')
+    run_module({})
+    message = "npu-smi info line 31: ignored text inside the table: '" + 'x' * 100000 + "'"
+    host.warn.assert_called_once_with(message[:500] + '... (%d characters in all)' % len(message))
 
 
 def test_details_board_runs_one_extra_call_per_npu(host):
@@ -198,20 +252,45 @@ def test_dcmi_8020_fails_with_retry_hint(host):
                          'Hint: the device is busy or being reset: retry later.')
 
 
-def test_timeout_fails_with_the_hung_hint(host):
-    host.answers[('info',)] = (124, '', '')
+class Clock:
+    """The command runner's time module: every run takes ``seconds`` (it reads the clock before and after)."""
+
+    def __init__(self, seconds):
+        self.seconds = seconds
+        self.readings = 0
+
+    def monotonic(self):
+        # Readings 1 and 2 are 0 and seconds, readings 3 and 4 seconds and twice that, and so on.
+        self.readings += 1
+        return self.seconds * (self.readings // 2)
+
+
+# -9: an npu-smi that ignores TERM is killed with KILL together with timeout, so run_command sees the kill.
+@pytest.mark.parametrize('rc', [124, 137, -9])
+def test_an_npu_smi_stopped_at_the_time_limit_fails_with_the_hung_hint(host, monkeypatch, rc):
+    monkeypatch.setattr(_command, 'time', Clock(60))
+    host.answers[('info',)] = (rc, '', '')
     assert run_module({}, FailJson) == failure(
-        124, '', '', 'npu-smi info failed (rc=124): no output. Hint: %s.' % TIMED_OUT_HINT)
+        rc, '', '', 'npu-smi info failed (rc=%d): no output. Hint: %s.' % (rc, TIMED_OUT_HINT))
 
 
-def test_a_failing_detail_query_names_its_command(host):
-    host.answers[('info',)] = (0, load_fixture(DUO_310P3), '')
+@pytest.mark.parametrize('rc', [124, -9, -11])
+def test_the_same_status_before_the_time_limit_is_no_timeout(host, monkeypatch, rc):
+    monkeypatch.setattr(_command, 'time', Clock(2))
+    host.answers[('info',)] = (rc, '', '')
+    assert run_module({}, FailJson) == failure(rc, '', '', 'npu-smi info failed (rc=%d): no output.' % rc)
+
+
+def test_a_failing_detail_query_names_its_command_after_the_warnings_so_far(host):
+    host.answers[('info',)] = (0, load_fixture(DUO_310P3).replace('| No running processes found in NPU 2',
+                                                                  '...\n| No running processes found in NPU 2'), '')
     host.answers[('info', '-t', 'board', '-i', '2')] = (0, board_output(2), '')
     host.answers[('info', '-t', 'board', '-i', '3')] = (255, 'ret is -8020\n', '')
     assert run_module({'details': ['board']}, FailJson) == failure(
         255, 'ret is -8020\n', '',
         'npu-smi info -t board -i 3 failed (rc=255): ret is -8020. Hint: the device is busy or being reset: '
         'retry later.', args=('info', '-t', 'board', '-i', '3'))
+    host.warn.assert_called_once_with("npu-smi info line 34: ignored text inside the table: '...'")
 
 
 def test_npu_smi_not_found(host):

@@ -1,0 +1,382 @@
+# -*- coding: utf-8 -*-
+
+# Copyright (c) kunpeng_ascend.vllm contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+"""The roles refuse bad inputs before they change anything, naming the variable (issue 7, section 5).
+
+Each role's validation entry point (``include_role`` with ``tasks_from: validate``, which every role's
+``tasks/main.yml`` runs first) meets every case of this file. A run of ``ansible-playbook`` costs seconds, so all
+cases of a role run in ONE run: each case is a host of a generated inventory (this machine, through the local
+connection), and the results are read from the callback's JSON lines. The playbook only includes the validation
+tasks, in check mode, without become: they read ``/proc/sys/fs/nr_open`` and change nothing on this machine.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+import yaml
+
+from ansible_collections.kunpeng_ascend.vllm.tests.unit.plugins.module_utils.fixtures import fixture_text
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+ROLES = ('os_tuning', 'npu_driver', 'cann', 'package_fetch')
+CONTROL_CHARACTERS = ('\n', '\r', '\t', '\x00', '\x1b', '\x7f')
+
+PACKAGES = '/root/ascend-packages/'
+DRIVER = PACKAGES + 'Ascend-hdk-910b-npu-driver_24.1.rc1_linux-aarch64.run'
+FIRMWARE = PACKAGES + 'Ascend-hdk-910b-npu-firmware_7.5.0.3.220.run'
+TOOLKIT = PACKAGES + 'Ascend-cann-toolkit_8.1.RC1_linux-aarch64.run'
+KERNELS = PACKAGES + 'Ascend-cann-kernels-910b_8.1.RC1_linux-aarch64.run'
+NNAL = PACKAGES + 'Ascend-cann-nnal_8.1.RC1_linux-aarch64.run'
+CHECKSUM = 'sha256:' + '9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08'
+URL_SOURCE = {'url': 'https://example.invalid/ascend/Ascend-cann-toolkit_8.1.RC1_linux-aarch64.run', 'checksum': CHECKSUM}
+
+# Values that pass, on top of the role defaults (the inputs the roles require have none).
+GOOD = {
+    'os_tuning': {},
+    'npu_driver': {
+        'npu_driver_version': '24.1.rc1',
+        'npu_driver_firmware_version': '7.5.0.3.220',
+        'npu_driver_driver_package': {'path': DRIVER},
+        'npu_driver_firmware_package': {'path': FIRMWARE},
+    },
+    'cann': {
+        'cann_version': '8.1.RC1',
+        'cann_accept_eula': True,
+        'cann_toolkit_package': {'path': TOOLKIT},
+        'cann_kernels_package': {'910b': {'path': KERNELS}},
+        'cann_nnal_package': {'path': NNAL},
+        'cann_vllm_ascend_version': 'v0.9.1',
+    },
+    'package_fetch': {'package_fetch_source': URL_SOURCE},
+}
+
+# One source per field of a package source, for the dict options whose spec lists those fields.
+SOURCE_WITH = {'src': {'src': 'files/' + os.path.basename(DRIVER)}, 'path': {'path': DRIVER}, 'url': URL_SOURCE, 'checksum': URL_SOURCE}
+
+# Dict options without sub-options in the spec: each string they hold, as a function of the character to put in it.
+DICT_STRINGS = {
+    'os_tuning_sysctl_extra': (
+        lambda char: {'net.core.somaxconn' + char: 4096},
+        lambda char: {'net.core.somaxconn': '4096' + char},
+    ),
+    'cann_kernels_package': (
+        lambda char: {'910b': {'path': KERNELS + char}},
+        lambda char: {'path': KERNELS + char},
+        lambda char: {'910b' + char: {'path': KERNELS}},
+    ),
+}
+
+
+def role_spec(role):
+    with open(os.path.join(REPO, 'roles', role, 'meta', 'argument_specs.yml'), encoding='utf-8') as spec:
+        return yaml.safe_load(spec)['argument_specs']['main']['options']
+
+
+def role_defaults(role):
+    with open(os.path.join(REPO, 'roles', role, 'defaults', 'main.yml'), encoding='utf-8') as defaults:
+        return yaml.safe_load(defaults) or {}
+
+
+def good_value(role, name):
+    return GOOD[role].get(name, role_defaults(role).get(name))
+
+
+def string_inputs(role):
+    """(variable, function of a character giving a value that holds it) for every string the role's spec takes."""
+    inputs = []
+    for name, spec in sorted(role_spec(role).items()):
+        kind = spec.get('type', 'str')
+        if kind in ('str', 'path'):
+            sample = good_value(role, name)
+            assert isinstance(sample, str), 'give %s a good string value in GOOD' % name
+            inputs.append((name, lambda char, sample=sample: sample + char))
+        elif kind == 'list' and spec.get('elements') == 'str':
+            inputs.append((name, lambda char: ['numactl' + char]))
+        elif kind == 'dict' and spec.get('options'):
+            for field in sorted(spec['options']):
+                source = SOURCE_WITH[field]
+                inputs.append((name, lambda char, source=source, field=field: dict(source, **{field: source[field] + char})))
+        elif kind == 'dict':
+            assert name in DICT_STRINGS, 'list the strings %s holds in DICT_STRINGS' % name
+            inputs.extend((name, make) for make in DICT_STRINGS[name])
+    return inputs
+
+
+def fixture_version(name, pattern=r'^\s*[Vv]ersion=(\S+)$'):
+    """The first version ``pattern`` finds in a captured version file of tests/unit/fixtures/ascend_files/."""
+    return re.search(pattern, fixture_text('ascend_files', name), re.MULTILINE).group(1)
+
+
+def nr_open():
+    with open('/proc/sys/fs/nr_open', encoding='ascii') as value:
+        return int(value.read())
+
+
+# Cases named by what they show: the role, the variables on top of GOOD, and the exact messages of the refusal
+# (None: the role accepts them). A message of the argument spec starts with 'Validation of arguments failed'.
+SPEC_FAILED = 'Validation of arguments failed:\n'
+NUMBER = '%s must be a whole number from %s (%s); got %s'
+OS_PATH = '%s must be an absolute path ending in .conf (the only files systemd and pam_limits read there), without control characters; got %s'
+ABSOLUTE = '%s must be an absolute path without control characters; got %s'
+DRIVER_VERSION = 'npu_driver_version must be the driver version of npu_driver_driver_package, such as 24.1.rc1, 24.1.0 or 25.0.rc1.1; got %s'
+FIRMWARE_VERSION = 'npu_driver_firmware_version must be the firmware version of npu_driver_firmware_package, such as 7.5.0.3.220; got %s'
+ONE_SOURCE = ('%s must be a dict with exactly one of src (a file on the controller), path (a file on the host) or url, and no other key than'
+              ' checksum; %s.checksum (for example "sha256:<hex>") is required with %s.url; got %s')
+CASES = {
+    # os_tuning: ranges, with null and the defaults accepted
+    'os_tuning defaults': ('os_tuning', {}, None),
+    'os_tuning every setting null': ('os_tuning', {
+        'os_tuning_hugepages': None, 'os_tuning_hugetlb_shm_group': None, 'os_tuning_swappiness': None,
+        'os_tuning_numa_balancing': None, 'os_tuning_sched_migration_cost_ns': None, 'os_tuning_transparent_hugepages': None,
+        'os_tuning_cpu_governor': None, 'os_tuning_nofile': None}, None),
+    'os_tuning numbers given as strings (-e)': ('os_tuning', {'os_tuning_swappiness': '10', 'os_tuning_nofile': '1024'}, None),
+    'os_tuning the largest values': ('os_tuning', {
+        'os_tuning_swappiness': 100, 'os_tuning_numa_balancing': 1, 'os_tuning_nofile': nr_open(),
+        'os_tuning_hugepages_max_memory_percent': 100, 'os_tuning_sched_migration_cost_ns': 2147483647}, None),
+    'os_tuning extra sysctl settings and packages': ('os_tuning', {
+        'os_tuning_sysctl_extra': {'net.core.somaxconn': 4096, 'net.ipv4.ip_local_port_range': '1024 65000', 'vm.overcommit_memory': None},
+        'os_tuning_packages_extra': ['linux-tools-common', 'perf'], 'os_tuning_limits_domain': '*',
+        'os_tuning_transparent_hugepages': 'madvise', 'os_tuning_cpu_governor': 'schedutil'}, None),
+    'os_tuning_swappiness=-1': ('os_tuning', {'os_tuning_swappiness': -1}, [
+        NUMBER % ('os_tuning_swappiness', '0 to 100 or null', "vm.swappiness; kernels before 5.8, such as Kylin V10's, accept no more than 100", -1)]),
+    'os_tuning_swappiness=1000': ('os_tuning', {'os_tuning_swappiness': 1000}, [
+        NUMBER % ('os_tuning_swappiness', '0 to 100 or null', "vm.swappiness; kernels before 5.8, such as Kylin V10's, accept no more than 100", 1000)]),
+    'os_tuning_swappiness=1e1': ('os_tuning', {'os_tuning_swappiness': '1e1'}, [
+        NUMBER % ('os_tuning_swappiness', '0 to 100 or null', "vm.swappiness; kernels before 5.8, such as Kylin V10's, accept no more than 100", '"1e1"')]),
+    'os_tuning_numa_balancing=7': ('os_tuning', {'os_tuning_numa_balancing': 7}, [
+        NUMBER % ('os_tuning_numa_balancing', '0 to 1 or null', 'kernel.numa_balancing: 0 off, 1 on', 7)]),
+    'os_tuning_sched_migration_cost_ns=-1': ('os_tuning', {'os_tuning_sched_migration_cost_ns': -1}, [
+        NUMBER % ('os_tuning_sched_migration_cost_ns', '0 to 2147483647 or null', 'kernel.sched_migration_cost_ns, in nanoseconds', -1)]),
+    'os_tuning_nofile=-1': ('os_tuning', {'os_tuning_nofile': -1}, [
+        NUMBER % ('os_tuning_nofile', '1 to %d or null' % nr_open(), "open files; the kernel refuses more than its fs.nr_open, read from this host", -1)]),
+    'os_tuning_nofile above fs.nr_open': ('os_tuning', {'os_tuning_nofile': nr_open() + 1}, [
+        NUMBER % ('os_tuning_nofile', '1 to %d or null' % nr_open(), "open files; the kernel refuses more than its fs.nr_open, read from this host",
+                  nr_open() + 1)]),
+    'os_tuning_hugepages=-5 (no confusing -10 MiB)': ('os_tuning', {'os_tuning_hugepages': -5}, [
+        NUMBER % ('os_tuning_hugepages', '0 up or null', "pages of the host's hugepage size; preflight then compares them with the host's memory", -5)]),
+    'os_tuning_hugepages_max_memory_percent=500': ('os_tuning', {'os_tuning_hugepages_max_memory_percent': 500}, [
+        NUMBER % ('os_tuning_hugepages_max_memory_percent', '1 to 100', "percent of the host's memory", 500)]),
+    'os_tuning_hugepages_max_memory_percent=null': ('os_tuning', {'os_tuning_hugepages_max_memory_percent': None}, [
+        SPEC_FAILED + "argument 'os_tuning_hugepages_max_memory_percent' is of type NoneType and we were unable to convert to int:"
+        ' "None" cannot be converted to an int']),
+    'os_tuning_sysctl_file relative': ('os_tuning', {'os_tuning_sysctl_file': 'sysctl.d/90-vllm.conf'}, [
+        OS_PATH % ('os_tuning_sysctl_file', '"sysctl.d/90-vllm.conf"')]),
+    'os_tuning_limits_file not .conf': ('os_tuning', {'os_tuning_limits_file': '/etc/security/limits.d/90-vllm'}, [
+        OS_PATH % ('os_tuning_limits_file', '"/etc/security/limits.d/90-vllm"')]),
+    'os_tuning_cpu_governor injecting a tmpfiles.d line': ('os_tuning', {'os_tuning_cpu_governor': 'performance\nw /etc/shadow - - - - x'}, [
+        'os_tuning_cpu_governor must be a governor name such as performance (lower-case letters, digits and _) or null;'
+        ' got "performance\\nw /etc/shadow - - - - x"']),
+    'os_tuning_limits_domain injecting a limits.d line': ('os_tuning', {'os_tuning_limits_domain': '@HwHiAiUser\n* hard nofile 0'}, [
+        'os_tuning_limits_domain must be one word in limits.conf syntax (a user name, @group or *), without spaces or control characters;'
+        ' got "@HwHiAiUser\\n* hard nofile 0"']),
+    'os_tuning_transparent_hugepages=sometimes': ('os_tuning', {'os_tuning_transparent_hugepages': 'sometimes'}, [
+        'os_tuning_transparent_hugepages must be always, madvise, never or null; got "sometimes"']),
+    'os_tuning_sysctl_extra key leaving /proc/sys': ('os_tuning', {'os_tuning_sysctl_extra': {'../../etc/shadow': 'x'}}, [
+        'a key of os_tuning_sysctl_extra must be a sysctl name such as net.core.somaxconn (words of letters, digits, _ and - joined by dots);'
+        ' got "../../etc/shadow"']),
+    'os_tuning_sysctl_extra value a list': ('os_tuning', {'os_tuning_sysctl_extra': {'net.core.somaxconn': [1]}}, [
+        'os_tuning_sysctl_extra["net.core.somaxconn"] must be a string or a number without control characters, or null (not set); got [1]']),
+    'os_tuning_packages_extra an option': ('os_tuning', {'os_tuning_packages_extra': ['-oAPT::Get::AllowUnauthenticated=1']}, [
+        'os_tuning_packages_extra[0] must be a package name (it starts with a letter or digit and has no spaces or control characters);'
+        ' got "-oAPT::Get::AllowUnauthenticated=1"']),
+    'os_tuning_packages_extra a string': ('os_tuning', {'os_tuning_packages_extra': 'perf'}, [
+        'os_tuning_packages_extra must be a list of package names and os_tuning_sysctl_extra a dict of sysctl settings ({key: value});'
+        ' got "perf" and {}']),
+    # npu_driver: versions, numbers and package sources, refused before the HwHiAiUser account is created
+    'npu_driver good inputs': ('npu_driver', {}, None),
+    'npu_driver versions of real version files': ('npu_driver', {
+        'npu_driver_version': fixture_version('driver-version.info_25.3.rc1_faq-indented.txt'),
+        'npu_driver_firmware_version': fixture_version('firmware-version.info_7.1.0.11.220_mindcluster-doc.txt')}, None),
+    'npu_driver versions with build numbers and upper case': ('npu_driver', {
+        'npu_driver_version': '25.0.RC1.1', 'npu_driver_firmware_version': '7.7.0.1.231', 'npu_driver_min_free_gb': 0.5,
+        'npu_driver_install_timeout': 0, 'npu_driver_ready_delay': 0}, None),
+    'npu_driver sources from the controller and a URL': ('npu_driver', {
+        'npu_driver_driver_package': {'src': 'packages/' + os.path.basename(DRIVER)},
+        'npu_driver_firmware_package': {'url': 'https://example.invalid/' + os.path.basename(FIRMWARE), 'checksum': CHECKSUM}}, None),
+    "npu_driver_version='24.1;rm -rf /'": ('npu_driver', {'npu_driver_version': '24.1;rm -rf /'}, [DRIVER_VERSION % '"24.1;rm -rf /"']),
+    "npu_driver_version='24.1..rc1'": ('npu_driver', {'npu_driver_version': '24.1..rc1'}, [DRIVER_VERSION % '"24.1..rc1"']),
+    "npu_driver_version='24.1.rc1.'": ('npu_driver', {'npu_driver_version': '24.1.rc1.'}, [DRIVER_VERSION % '"24.1.rc1."']),
+    "npu_driver_version=''": ('npu_driver', {'npu_driver_version': ''}, [DRIVER_VERSION % '""']),
+    "npu_driver_firmware_version='x y'": ('npu_driver', {'npu_driver_firmware_version': 'x y'}, [FIRMWARE_VERSION % '"x y"']),
+    'npu_driver_min_free_gb=-1': ('npu_driver', {'npu_driver_min_free_gb': -1}, ['npu_driver_min_free_gb must be GiB, 0 or more; got -1']),
+    'npu_driver_reboot_timeout=0': ('npu_driver', {'npu_driver_reboot_timeout': 0}, ['npu_driver_reboot_timeout must be seconds, 1 or more; got 0']),
+    'npu_driver_ready_retries=-1': ('npu_driver', {'npu_driver_ready_retries': -1},
+                                    ['npu_driver_ready_retries must be how many times to read npu-smi, 1 or more; got -1']),
+    'npu_driver_ready_delay=-1': ('npu_driver', {'npu_driver_ready_delay': -1}, ['npu_driver_ready_delay must be seconds, 0 or more; got -1']),
+    'npu_driver_install_timeout=-1': ('npu_driver', {'npu_driver_install_timeout': -1},
+                                      ['npu_driver_install_timeout must be seconds, 0 (no limit) or more; got -1']),
+    'npu_driver_expected_chips=0': ('npu_driver', {'npu_driver_expected_chips': 0},
+                                    ['npu_driver_expected_chips must be the number of NPU chips npu-smi shows, 1 or more; got 0']),
+    'npu_driver_package_dir relative': ('npu_driver', {'npu_driver_package_dir': 'cache'}, [ABSOLUTE % ('npu_driver_package_dir', '"cache"')]),
+    "npu_driver_driver_package={'path': 5}": ('npu_driver', {'npu_driver_driver_package': {'path': 5}}, [
+        'npu_driver_driver_package.path must be an absolute path of a file on the host (not ending in /) without control characters; got 5']),
+    'npu_driver_driver_package default {}': ('npu_driver', {'npu_driver_driver_package': {}}, [
+        SPEC_FAILED + 'one of the following is required: src, path, url found in npu_driver_driver_package']),
+    'npu_driver_driver_package path and url': ('npu_driver', {'npu_driver_driver_package': {'path': DRIVER, 'url': URL_SOURCE['url']}}, [
+        SPEC_FAILED + 'parameters are mutually exclusive: src|path|url found in npu_driver_driver_package']),
+    'npu_driver_firmware_package url without checksum': ('npu_driver', {'npu_driver_firmware_package': {'url': URL_SOURCE['url']}}, [
+        ONE_SOURCE % (('npu_driver_firmware_package',) * 3 + (json.dumps({'url': URL_SOURCE['url']}),))]),
+    # cann
+    'cann good inputs': ('cann', {}, None),
+    'cann one kernels source, a test build, no NNAL': ('cann', {
+        'cann_kernels_package': {'path': KERNELS}, 'cann_nnal_package': None, 'cann_vllm_ascend_version': None,
+        'cann_version': fixture_version('version.cfg_ascend-toolkit-latest_7.6.T13.0.B094-8.0.T63.txt', r'^toolkit_running_version=\[[^:]*:([^\]]+)\]$')},
+        None),
+    'cann a CANN 8.5 toolkit version': ('cann', {'cann_version': fixture_version('ascend_toolkit_install.info_cann8.5.0_from_issue4930.txt')}, None),
+    'cann kernels keyed 910': ('cann', {'cann_kernels_package': {910: {'path': KERNELS}}}, None),
+    'cann_accept_eula=false': ('cann', {'cann_accept_eula': False}, [
+        "The CANN packages are licensed under Huawei's End User License Agreement: read it and set cann_accept_eula: true to install them."]),
+    "cann_version='8.1.RC1; reboot'": ('cann', {'cann_version': '8.1.RC1; reboot'}, [
+        'cann_version must be a CANN version as Huawei writes it, such as 8.1.RC1 or 8.5.0; got "8.1.RC1; reboot"']),
+    'cann_vllm_ascend_version=latest': ('cann', {'cann_vllm_ascend_version': 'latest'}, [
+        'cann_vllm_ascend_version must be a vllm-ascend version such as v0.9.1 or 0.10.0rc1, or null; got "latest"']),
+    'cann_env_file a directory': ('cann', {'cann_env_file': '/etc/ascend/'}, [
+        'cann_env_file must be an absolute path of a file (not ending in /) without control characters; got "/etc/ascend/"']),
+    'cann_install_path relative': ('cann', {'cann_install_path': 'Ascend'}, [ABSOLUTE % ('cann_install_path', '"Ascend"')]),
+    'cann_kernels_package unknown SoC': ('cann', {'cann_kernels_package': {'a5': {'path': KERNELS}}}, [
+        'cann_kernels_package must be one package source (src, path or url) or a dict of sources keyed by SoC, one of'
+        ' 910b, a2, 910B, A2, a3, 910_93, A3, 310p, 310P, 910; got the keys ["a5"]']),
+    'cann_kernels_package for 910b with two sources': ('cann', {'cann_kernels_package': {'910b': {'path': KERNELS, 'url': URL_SOURCE['url']}}}, [
+        ONE_SOURCE % (('cann_kernels_package.910b',) * 3 + (json.dumps({'path': KERNELS, 'url': URL_SOURCE['url']}),))]),
+    'cann_nnal_package relative path': ('cann', {'cann_nnal_package': {'path': 'nnal.run'}}, [
+        'cann_nnal_package.path must be an absolute path of a file on the host (not ending in /) without control characters; got "nnal.run"']),
+    # package_fetch, as the roles call it for each source
+    'package_fetch url with checksum': ('package_fetch', {}, None),
+    'package_fetch url naming no file': ('package_fetch', {'package_fetch_source': {'url': 'https://example.invalid/', 'checksum': CHECKSUM}}, [
+        'package_fetch_source.url must be an http, https, ftp or file URL of a file, without spaces or control characters;'
+        ' got "https://example.invalid/"']),
+    'package_fetch checksum not hex': ('package_fetch', {'package_fetch_source': dict(URL_SOURCE, checksum='sha256:xyz')}, [
+        'package_fetch_source.checksum must be <algorithm>:<hex digest>, such as sha256:9f86d0...; got "sha256:xyz"']),
+    'package_fetch url with a null checksum': ('package_fetch', {'package_fetch_source': dict(URL_SOURCE, checksum=None)}, [
+        ONE_SOURCE % (('package_fetch_source',) * 3 + (json.dumps(dict(URL_SOURCE, checksum=None), sort_keys=True),))]),
+    'package_fetch a misspelt key': ('package_fetch', {'package_fetch_source': {'pth': DRIVER}}, [
+        ONE_SOURCE % (('package_fetch_source',) * 3 + (json.dumps({'pth': DRIVER}),))]),
+    'package_fetch source not a dict': ('package_fetch', {'package_fetch_source': 'path=' + DRIVER}, [
+        ONE_SOURCE % (('package_fetch_source',) * 3 + (json.dumps('path=' + DRIVER),))]),
+}
+
+
+def control_cases():
+    """Every string every role takes, refused with a control character, naming the variable: each with a trailing
+    newline (which a pattern ending in $ would let through) and with one more control character before more text,
+    taking the characters in turn so that each one meets several variables."""
+    cases = {}
+    for role in ROLES:
+        for index, (name, make) in enumerate(string_inputs(role)):
+            for text in ('\n', CONTROL_CHARACTERS[1 + index % (len(CONTROL_CHARACTERS) - 1)] + 'injected'):
+                cases['%s: %s holding %r (%d)' % (role, name, text, index)] = (role, {name: make(text)}, name)
+    return cases
+
+
+CONTROL_CASES = control_cases()
+
+
+def run_validation(tmp_path, role, cases):
+    """Run ``cases`` (a list of variable dicts) through ``role``'s validation; return one result each: {'accepted': True}
+    or {'accepted': False, 'messages': the messages of the task that refused}.
+
+    Each case is a host of the inventory (all of them this machine through the local connection) with its variables
+    as host variables: one play validates them all, and Ansible loads the role's tasks once for all of them. A case
+    that fails leaves the play; the others report that they got through."""
+    inventory = {'all': {
+        'vars': {'ansible_connection': 'local', 'ansible_python_interpreter': sys.executable},
+        'hosts': {'case%d' % index: dict(GOOD[role], **variables) for index, variables in enumerate(cases)},
+    }}
+    play = {
+        'name': 'Validate the inputs of ' + role,
+        'hosts': 'all',
+        'gather_facts': False,
+        'check_mode': True,
+        'tasks': [
+            {'name': 'Run the validation of ' + role, 'ansible.builtin.include_role': {'name': 'kunpeng_ascend.vllm.' + role, 'tasks_from': 'validate'}},
+            {'name': 'Report the inputs accepted', 'ansible.builtin.debug': {'msg': 'accepted'}},
+        ],
+    }
+    (tmp_path / 'inventory.yml').write_text(yaml.safe_dump(inventory, width=1000), encoding='utf-8')
+    (tmp_path / 'validate.yml').write_text(yaml.safe_dump([play], width=1000), encoding='utf-8')
+    env = dict(os.environ,
+               ANSIBLE_COLLECTIONS_PATH=os.path.join(REPO, '.cache'),
+               ANSIBLE_HOME=str(tmp_path / 'ansible-home'),
+               ANSIBLE_LOCAL_TEMP=str(tmp_path / 'ansible-local'),
+               ANSIBLE_REMOTE_TEMP=str(tmp_path / 'ansible-remote'),
+               ANSIBLE_STDOUT_CALLBACK='ansible.builtin.default',
+               ANSIBLE_CALLBACK_RESULT_FORMAT='json',
+               ANSIBLE_CALLBACK_FORMAT_PRETTY='0',
+               ANSIBLE_NOCOLOR='1',
+               ANSIBLE_RETRY_FILES_ENABLED='0')
+    ansible_playbook = os.path.join(os.path.dirname(sys.executable), 'ansible-playbook')
+    run = subprocess.run([ansible_playbook, '-i', 'inventory.yml', '--check', 'validate.yml'], cwd=str(tmp_path), env=env,
+                         capture_output=True, text=True, check=False)
+    # The default callback, one JSON result a line: 'fatal: [case3]: FAILED! => {...}' for a task, 'failed: [case3]
+    # (item=...) => {...}' for each failed item of a loop, 'ok: [case3] => {"msg": "accepted"}' at the end.
+    messages, accepted = {}, set()
+    for line in run.stdout.splitlines():
+        failure = re.match(r'(?:fatal: \[(case\d+)\]: FAILED!|failed: \[(case\d+)\] \(item=.*?\)) => (\{.*\})$', line)
+        if failure:
+            messages.setdefault(failure.group(1) or failure.group(2), []).append(json.loads(failure.group(3))['msg'])
+        elif re.match(r'ok: \[(case\d+)\] => \{"msg": "accepted"\}$', line):
+            accepted.add(line.split('[', 1)[1].split(']', 1)[0])
+    names = ['case%d' % index for index in range(len(cases))]
+    assert not accepted & set(messages) and accepted | set(messages) == set(names), run.stdout[-5000:] + run.stderr[-5000:]
+    return [{'accepted': True} if name in accepted else {'accepted': False, 'messages': messages[name]} for name in names]
+
+
+@pytest.fixture(scope='module')
+def results(tmp_path_factory):
+    """Every case of this file, run once per role; keyed by case name."""
+    outcomes = {}
+    for role in ROLES:
+        named = [(name, variables) for name, (case_role, variables, dummy) in list(CASES.items()) + list(CONTROL_CASES.items())
+                 if case_role == role]
+        ran = run_validation(tmp_path_factory.mktemp(role), role, [variables for dummy, variables in named])
+        outcomes.update(zip([name for name, dummy in named], ran))
+    return outcomes
+
+
+@pytest.mark.parametrize('name', sorted(CASES))
+def test_input_case(results, name):
+    expected = CASES[name][2]
+    if expected is None:
+        assert results[name] == {'accepted': True}
+    else:
+        assert results[name]['messages'] == expected
+
+
+@pytest.mark.parametrize('name', sorted(CONTROL_CASES))
+def test_string_input_with_a_control_character_is_refused(results, name):
+    variable = CONTROL_CASES[name][2]
+    assert not results[name]['accepted']
+    assert variable in ' '.join(results[name]['messages'])
+
+
+def test_control_character_cases_cover_what_lands_in_files():
+    """The strings of the templates are among those CONTROL_CASES sends control characters in."""
+    covered = {name for dummy, dummy_variables, name in CONTROL_CASES.values()}
+    assert {'os_tuning_cpu_governor', 'os_tuning_limits_domain', 'os_tuning_sysctl_extra', 'os_tuning_transparent_hugepages',
+            'npu_driver_version', 'npu_driver_driver_package', 'cann_install_path', 'cann_kernels_package'} <= covered
+    for role in ROLES:
+        templates = os.path.join(REPO, 'roles', role, 'templates')
+        for template in os.listdir(templates) if os.path.isdir(templates) else ():
+            with open(os.path.join(templates, template), encoding='utf-8') as text:
+                used = set(re.findall(r'\b(%s_[a-z_]+)' % role, text.read()))
+            spec = role_spec(role)
+            assert used <= set(spec), template
+            assert {name for name in used if spec[name].get('type', 'str') in ('str', 'path', 'list', 'dict')} <= covered, template
+
+
+@pytest.mark.parametrize('role', ['os_tuning', 'npu_driver', 'cann'])
+def test_validation_comes_before_any_change(role):
+    """tasks/main.yml starts with the validation, under every tag."""
+    with open(os.path.join(REPO, 'roles', role, 'tasks', 'main.yml'), encoding='utf-8') as main:
+        first = yaml.safe_load(main)[0]
+    assert first['ansible.builtin.import_tasks'] == 'validate.yml'
+    assert 'always' in first['tags']

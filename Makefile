@@ -6,7 +6,7 @@ SHELL := /bin/bash
 VENV ?= $(CURDIR)/.venv
 PYTHON ?= /usr/bin/python3
 SCENARIO ?= default
-TOOLS := $(CURDIR)/tests/tooling
+TOOLS := $(CURDIR)/tools
 # Ansible finds this checkout as the collection kunpeng_ascend.vllm through this link.
 COLLECTION_LINK := .cache/ansible_collections/kunpeng_ascend/vllm
 export ANSIBLE_COLLECTIONS_PATH := $(CURDIR)/.cache
@@ -62,7 +62,7 @@ molecule: venv link
 	molecule test -s $(SCENARIO)
 
 role-docs: venv
-	python tests/tooling/role_docs.py
+	python tools/role_docs.py
 
 bench: venv link
 	python tests/benchmarks/npu_smi_calls.py

@@ -2,7 +2,7 @@
 # Run `ansible-test sanity` on a copy of the working tree laid out as ansible_collections/kunpeng_ascend/vllm
 # (ansible-test insists on that path and on a git checkout). Usage: sanity.sh [extra ansible-test args]
 set -euo pipefail
-repo=$(cd "$(dirname "$0")/../.." && pwd)
+repo=$(cd "$(dirname "$0")/.." && pwd)
 venv=${VENV:-$repo/.venv}
 work=$repo/.cache/sanity/ansible_collections/kunpeng_ascend/vllm
 

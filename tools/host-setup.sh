@@ -5,11 +5,11 @@
 # Usage: host-setup.sh              everything (packages, binfmt, podman configuration, then --verify)
 #        host-setup.sh --packages   only the Debian packages
 #        host-setup.sh --verify     prove that every external command the tooling calls is there and runs
-# `make test` runs --packages then --verify in the clean amd64 image (tests/tooling/check-host-setup.sh), so a
+# `make test` runs --packages then --verify in the clean amd64 image (tools/check-host-setup.sh), so a
 # command that this machine has only from earlier work fails there.
 set -euo pipefail
 
-# Every external command that the Makefile, .ci/run, tests/tooling/ and tests/simulator/ call beyond a minimal
+# Every external command that the Makefile, .ci/run, tools/ and tests/simulator/ call beyond a minimal
 # Debian: the package that provides it, and a command that proves it runs. --no-install-recommends is used, so a
 # recommended package that a tool needs (mmdebstrap needs arch-test for a foreign architecture) is listed here.
 tool_table='
@@ -72,7 +72,7 @@ binfmt() {
 podman_config() {
   # crun cannot set RLIMIT_NPROC or use hybrid cgroups on such machines; runc with cgroupfs works.
   local conf=/etc/containers/containers.conf
-  local marker="# managed by kunpeng_ascend.vllm tests/tooling/host-setup.sh"
+  local marker="# managed by kunpeng_ascend.vllm tools/host-setup.sh"
   if [ -e "$conf" ] && ! head -n1 "$conf" | grep -qF "$marker"; then
     log "keeping the existing $conf (not written by this script); podman needs runtime runc and cgroupfs here"
     return

@@ -5,7 +5,7 @@
 # Usage: demo.sh            build the node and run the playbook (the node stays up to be explored)
 #        demo.sh --clean    remove the node
 set -euo pipefail
-repo=$(cd "$(dirname "$0")/../.." && pwd)
+repo=$(cd "$(dirname "$0")/.." && pwd)
 cd "$repo"
 node=kunpeng-demo-node
 image=localhost/debian-arm64-ci:bookworm

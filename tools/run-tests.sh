@@ -3,23 +3,23 @@
 # Stages: setup lint sanity units build molecule (default: all, in that order). Expects the venv on PATH and
 # ANSIBLE_COLLECTIONS_PATH set (the Makefile does both).
 set -euo pipefail
-repo=$(cd "$(dirname "$0")/../.." && pwd)
+repo=$(cd "$(dirname "$0")/.." && pwd)
 cd "$repo"
 
 # The host set-up, proven in a clean container: every tool the tooling calls is installed by it and runs.
 stage_setup() {
-  "$repo/tests/tooling/check-host-setup.sh"
+  "$repo/tools/check-host-setup.sh"
 }
 
 stage_lint() {
-  shellcheck .ci/run tests/tooling/*.sh
+  shellcheck .ci/run tools/*.sh
   yamllint --strict .
   ansible-lint --profile production --strict
-  python tests/tooling/role_docs.py --check
+  python tools/role_docs.py --check
 }
 
 stage_sanity() {
-  "$repo/tests/tooling/sanity.sh"
+  "$repo/tools/sanity.sh"
 }
 
 stage_units() {

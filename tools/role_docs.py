@@ -16,7 +16,7 @@ import sys
 
 import yaml
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 NAMESPACE = 'kunpeng_ascend.vllm'
 
 
@@ -56,7 +56,7 @@ def render(role_dir):
     with open(os.path.join(role_dir, 'meta', 'argument_specs.yml'), encoding='utf-8') as handle:
         specs = yaml.safe_load(handle)['argument_specs']
     lines = ['# %s.%s' % (NAMESPACE, role), '',
-             '<!-- Generated from meta/argument_specs.yml by tests/tooling/role_docs.py: edit that file, then run'
+             '<!-- Generated from meta/argument_specs.yml by tools/role_docs.py: edit that file, then run'
              ' `make role-docs`. -->', '']
     for entry_point in sorted(specs, key=lambda name: (name != 'main', name)):
         spec = specs[entry_point] or {}

@@ -5,7 +5,8 @@ SHELL := /bin/bash
 
 VENV ?= $(CURDIR)/.venv
 PYTHON ?= /usr/bin/python3
-SCENARIO ?= default
+# make molecule SCENARIO=cann runs one scenario (or several: SCENARIO="cann site"); empty runs them all.
+SCENARIO ?=
 TOOLS := $(CURDIR)/tools
 # Ansible finds this checkout as the collection kunpeng_ascend.vllm through this link.
 COLLECTION_LINK := .cache/ansible_collections/kunpeng_ascend/vllm
@@ -13,11 +14,12 @@ export ANSIBLE_COLLECTIONS_PATH := $(CURDIR)/.cache
 export MOLECULE_GLOB := molecule/*/molecule.yml
 export PATH := $(VENV)/bin:$(PATH)
 
-.PHONY: help demo demo-clean test host venv images link lint sanity units build molecule bench role-docs clean
+.PHONY: help demo demo-clean test test-fast host venv images link lint sanity units build molecule bench role-docs clean
 
 help:
 	@echo "make demo       build a simulated Kunpeng + Ascend node and run playbooks/site.yml against it"
-	@echo "make test       everything CI runs: lint, sanity, unit tests, collection build, Molecule"
+	@echo "make test       everything CI runs: host set-up check, lint, sanity, unit tests, collection build, Molecule"
+	@echo "make test-fast  the edit-test loop: lint, sanity, unit tests, collection build (no containers)"
 	@echo "make units | lint | sanity | build | molecule [SCENARIO=name] | bench | role-docs | demo-clean | clean"
 
 demo: host venv images link
@@ -28,6 +30,9 @@ demo-clean: venv link
 
 test: host venv images link
 	$(TOOLS)/run-tests.sh
+
+test-fast: venv link
+	$(TOOLS)/run-tests.sh lint sanity units build
 
 host:
 	$(TOOLS)/host-setup.sh
@@ -58,8 +63,8 @@ units: venv link
 build: venv link
 	$(TOOLS)/run-tests.sh build
 
-molecule: venv link
-	molecule test -s $(SCENARIO)
+molecule: venv images link
+	MOLECULE_SCENARIOS="$(SCENARIO)" $(TOOLS)/run-tests.sh molecule
 
 role-docs: venv
 	python tools/role_docs.py

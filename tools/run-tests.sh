@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Run the test stages and print how long each took. Usage: run-tests.sh [stage ...]
 # Stages: setup lint sanity units build molecule (default: all, in that order). Expects the venv on PATH and
-# ANSIBLE_COLLECTIONS_PATH set (the Makefile does both).
+# ANSIBLE_COLLECTIONS_PATH set (the Makefile does both). MOLECULE_SCENARIOS="a b" limits the molecule stage to
+# those scenarios (default: every molecule/*/molecule.yml).
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 cd "$repo"
@@ -53,27 +54,76 @@ stage_build() (
   echo "the installed collection: kunpeng_ascend.vllm.site parses, kunpeng_ascend.vllm.health reported 8 NPUs, 8 chips"
 )
 
+# Scenarios on emulated arm64 nodes compute (qemu keeps a core busy); the x86_64 ones mostly wait on podman and on
+# their node. So two lanes run side by side on two cores: the arm64 scenarios one after another, and the others one
+# after another. Each scenario's output goes to .cache/molecule/<scenario>.log and is printed in full if it fails.
 stage_molecule() {
-  local scenario
-  for scenario in molecule/*/molecule.yml; do
-    scenario=$(basename "$(dirname "$scenario")")
-    local start=$SECONDS
-    molecule test -s "$scenario"
-    timings+=("molecule:$scenario $((SECONDS - start)) s")
+  local logs=$repo/.cache/molecule scenario file
+  local -a arm64=() native=()
+  mkdir -p "$logs"
+  rm -f "$logs"/*.log "$logs"/*.result
+  for file in molecule/*/molecule.yml; do
+    scenario=$(basename "$(dirname "$file")")
+    if [ -n "${MOLECULE_SCENARIOS:-}" ] && [[ " $MOLECULE_SCENARIOS " != *" $scenario "* ]]; then
+      continue
+    fi
+    if grep -q -- '--arch=arm64' "$file"; then arm64+=("$scenario"); else native+=("$scenario"); fi
   done
+  [ $((${#arm64[@]} + ${#native[@]})) -gt 0 ] || { echo "run-tests: no scenario matches '${MOLECULE_SCENARIOS:-}'" >&2; return 1; }
+  echo "lane 1 (arm64, emulated): ${arm64[*]:-none}; lane 2 (x86_64): ${native[*]:-none}; logs in .cache/molecule/"
+  run_lane "${arm64[@]}" &
+  local lane1=$!
+  run_lane "${native[@]}"
+  wait "$lane1" || true
+  local failed=0 result
+  for result in "$logs"/*.result; do
+    read -r scenario rc seconds < "$result"
+    timings+=("molecule:$scenario $seconds s")
+    if [ "$rc" != 0 ]; then
+      failed=1
+      printf '\n=== molecule %s FAILED (rc %s): its log ===\n' "$scenario" "$rc"
+      cat "$logs/$scenario.log"
+    fi
+  done
+  return "$failed"
+}
+
+# Run scenarios one after another: each one's result (name, return code, seconds) goes to <scenario>.result.
+run_lane() {
+  local scenario start rc
+  for scenario in "$@"; do
+    start=$SECONDS
+    echo "molecule: $scenario started"
+    rc=0
+    # NO_COLOR: plain text in the log files (Molecule colours its output whenever TERM says xterm).
+    NO_COLOR=1 molecule test -s "$scenario" > "$repo/.cache/molecule/$scenario.log" 2>&1 || rc=$?
+    echo "$scenario $rc $((SECONDS - start))" > "$repo/.cache/molecule/$scenario.result"
+    echo "molecule: $scenario $([ "$rc" = 0 ] && echo passed || echo FAILED) in $((SECONDS - start)) s"
+  done
+}
+
+# The durations are printed at the end, also when a stage fails (set -e stops the run at the failing command).
+print_durations() {
+  local rc=$?
+  printf '\n=== stage durations ===\n'
+  [ "${#timings[@]}" -eq 0 ] || printf '%s\n' "${timings[@]}"
+  [ "$rc" = 0 ] || echo "$stage FAILED after $((SECONDS - start)) s"
+  printf 'total %s s\n' "$((SECONDS - total_start))"
 }
 
 stages=("$@")
 [ "${#stages[@]}" -gt 0 ] || stages=(setup lint sanity units build molecule)
-timings=()
-total_start=$SECONDS
 for stage in "${stages[@]}"; do
   declare -F "stage_$stage" >/dev/null || { echo "run-tests: unknown stage '$stage'" >&2; exit 2; }
+done
+timings=()
+total_start=$SECONDS
+start=$SECONDS
+stage=
+trap print_durations EXIT
+for stage in "${stages[@]}"; do
   printf '\n=== stage %s ===\n' "$stage"
   start=$SECONDS
   "stage_$stage"
   timings+=("$stage $((SECONDS - start)) s")
 done
-printf '\n=== stage durations ===\n'
-printf '%s\n' "${timings[@]}"
-printf 'total %s s\n' "$((SECONDS - total_start))"

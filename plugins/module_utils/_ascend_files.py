@@ -32,7 +32,9 @@ import pwd
 import re
 import stat
 
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._text import replace_undecodable
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._version import version_sort_key
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._warnings import ignore
 
 # PCI ids (sysfs bus/pci/devices/*/{vendor,device,class}).
 HUAWEI_VENDOR_ID = 0x19e5
@@ -81,10 +83,6 @@ _CPU_RANGE = re.compile(r'^(?P<first>\d+)(?:-(?P<last>\d+))?$')
 _HEX = re.compile(r'^0[xX][0-9a-fA-F]+$')
 
 
-def _ignore(message):
-    """Stand in for a ``warn`` callback when the caller gave none."""
-
-
 class UnreadableFile(Exception):
     """A file that is there but cannot be read as a regular file: ``path`` (as this machine names it) and why."""
 
@@ -92,23 +90,6 @@ class UnreadableFile(Exception):
         super().__init__('%s: %s' % (path, reason))
         self.path = path
         self.reason = reason
-
-
-def replace_undecodable(value):
-    """``value`` (str, or dicts and lists of them) with valid UTF-8 text only: bytes of a file or directory name
-    that are not UTF-8 (which Python keeps as lone surrogates) become U+FFFD, as file contents do when read;
-    ansible-core 2.19's controller refuses a whole task result that holds one such string."""
-    if isinstance(value, dict):
-        return {replace_undecodable(key): replace_undecodable(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [replace_undecodable(item) for item in value]
-    if not isinstance(value, str):
-        return value
-    try:
-        raw = value.encode('utf-8', 'surrogateescape')
-    except UnicodeEncodeError:
-        raw = value.encode('utf-8', 'replace')  # a surrogate that stands for no byte
-    return raw.decode('utf-8', 'replace')
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -155,7 +136,7 @@ def parse_key_values(text, source, warn=None, separator='='):
     :param source: the file's name, used in warnings (``SOURCE line N: ...``).
     :returns: a :class:`KeyValues`.
     """
-    warn = warn or _ignore
+    warn = warn or ignore
     result = KeyValues(source)
     for lineno, line in enumerate((text or '').lstrip('\ufeff').splitlines(), 1):
         stripped = line.strip()
@@ -222,7 +203,7 @@ def _require(values, key, warn, separator='='):
 
 def parse_driver_version_info(text, source, warn=None):
     """``/usr/local/Ascend/driver/version.info`` (``Version=24.1.rc1``, ``compatible_version_fw=[7.0.0,7.2.99]``)."""
-    warn = warn or _ignore
+    warn = warn or ignore
     values = parse_key_values(text, source, warn)
     return {
         'version': _require(values, 'Version', warn),
@@ -237,7 +218,7 @@ def parse_driver_version_info(text, source, warn=None):
 
 def parse_firmware_version_info(text, source, warn=None):
     """``/usr/local/Ascend/firmware/version.info`` (``Version=7.1.0.11.220``, ``compatible_version_drv=[..]``)."""
-    warn = warn or _ignore
+    warn = warn or ignore
     values = parse_key_values(text, source, warn)
     return {
         'version': _require(values, 'Version', warn),
@@ -250,7 +231,7 @@ def parse_firmware_version_info(text, source, warn=None):
 
 def parse_toolkit_install_info(text, source, warn=None):
     """``<toolkit>/<arch>-linux/ascend_toolkit_install.info`` (``version=8.0.0``, ``innerversion=...``)."""
-    warn = warn or _ignore
+    warn = warn or ignore
     values = parse_key_values(text, source, warn)
     return {
         'package_name': values.get('package_name'),
@@ -270,7 +251,7 @@ def parse_version_cfg(text, source, warn=None):
     :returns: ``{file_version, components}``, components as ``{name: {running|upgrade|installed: [{inner_version,
         version}]}}`` (a list per kind, in file order; usually one entry). Other keys are ignored.
     """
-    warn = warn or _ignore
+    warn = warn or ignore
     file_version = None
     for line in (text or '').lstrip('\ufeff').splitlines():
         header = _VERSION_CFG_HEADER.match(line.strip())
@@ -315,7 +296,7 @@ def parse_opp_kernel_version_info(text, source, warn=None):
     :returns: ``{version (of version_dir=), inner_version (of Version=), timestamp, required_packages ({name:
         range}, quotes removed), values}``.
     """
-    warn = warn or _ignore
+    warn = warn or ignore
     values = parse_key_values(text, source, warn)
     required = {}
     for key, value in values.values.items():
@@ -334,7 +315,7 @@ def parse_opp_kernel_version_info(text, source, warn=None):
 def parse_kernels_version_info(text, source, warn=None):
     """``<toolkit>/opp/built-in/op_impl/ai_core/tbe/kernel/<soc>/version.info`` (``Version=``, ``soc=``), a
     kernels record per SoC (the simulator's fake kernels package writes it)."""
-    warn = warn or _ignore
+    warn = warn or ignore
     values = parse_key_values(text, source, warn)
     return {
         'version': _require(values, 'Version', warn),
@@ -345,7 +326,7 @@ def parse_kernels_version_info(text, source, warn=None):
 
 def parse_nnal_version_info(text, source, warn=None):
     """``<ascend>/nnal/atb/<version>/version.info``: ``Ascend-cann-atb : 8.0.T63`` lines (often indented)."""
-    warn = warn or _ignore
+    warn = warn or ignore
     values = parse_key_values(text, source, warn, separator=':')
     return {
         'version': _require(values, 'Ascend-cann-atb', warn, ':'),
@@ -372,7 +353,7 @@ def _yes_no(values, key, warn):
 def parse_ascend_install_info(text, source, warn=None):
     """``/etc/ascend_install.info``, the driver and firmware installers' record (``UserName=``,
     ``Driver_Install_Path_Param=``, ...)."""
-    warn = warn or _ignore
+    warn = warn or ignore
     values = parse_key_values(text, source, warn)
     return {
         'user_name': values.get('UserName'),
@@ -475,7 +456,7 @@ def chip_family(device_id):
 
 def parse_passwd_entry(text, name, source, warn=None):
     """The ``name`` line of an ``/etc/passwd`` text as ``{name, uid, gid, home, shell}``, None when absent."""
-    warn = warn or _ignore
+    warn = warn or ignore
     for lineno, line in enumerate((text or '').splitlines(), 1):
         fields = line.split(':')
         if fields[0] != name:
@@ -492,7 +473,7 @@ def parse_passwd_entry(text, name, source, warn=None):
 
 def parse_group_entry(text, name, source, warn=None):
     """The ``name`` line of an ``/etc/group`` text as ``{name, gid, members}``, None when absent."""
-    warn = warn or _ignore
+    warn = warn or ignore
     for lineno, line in enumerate((text or '').splitlines(), 1):
         fields = line.split(':')
         if fields[0] != name:
@@ -582,7 +563,7 @@ class RootFS:
     def _report(self, error, warn, consequence):
         if self.strict:
             raise error
-        (warn or _ignore)('%s; %s' % (error, consequence))
+        (warn or ignore)('%s; %s' % (error, consequence))
 
     def _found(self, path, warn):
         """The stat result of ``path``, None when nothing is there or it cannot be told (then reported)."""
@@ -637,7 +618,7 @@ class RootFS:
         read, or is larger, is reported naming it (see the class) and gives None. Bytes that are not UTF-8 are
         replaced, with a warning.
         """
-        warn = warn or _ignore
+        warn = warn or ignore
         try:
             host, data = self._read_bytes(path)
         except UnreadableFile as error:
@@ -707,13 +688,13 @@ def _read_parsed(fs, path, parser, warn):
 
 def read_install_record(fs, warn=None):
     """``/etc/ascend_install.info`` as parsed, with its ``path``; None when absent."""
-    record = _read_parsed(fs, ASCEND_INSTALL_INFO, parse_ascend_install_info, warn or _ignore)
+    record = _read_parsed(fs, ASCEND_INSTALL_INFO, parse_ascend_install_info, warn or ignore)
     return dict(record, path=ASCEND_INSTALL_INFO) if record is not None else None
 
 
 def read_cann_install_record(fs, warn=None):
     """``/etc/Ascend/ascend_cann_install.info`` as parsed, with its ``path``; None when absent."""
-    record = _read_parsed(fs, CANN_INSTALL_INFO, parse_cann_install_info, warn or _ignore)
+    record = _read_parsed(fs, CANN_INSTALL_INFO, parse_cann_install_info, warn or ignore)
     return dict(record, path=CANN_INSTALL_INFO) if record is not None else None
 
 
@@ -736,7 +717,7 @@ def read_driver(fs, install_record=None, warn=None, install_path=None):
     ``<install_path>/driver/version.info`` when ``install_path`` is given)."""
     record = install_record or {}
     bases = [install_path] if install_path else [record.get('driver_install_path'), DEFAULT_ASCEND_PATH]
-    return _read_hdk_component(fs, 'driver', bases, parse_driver_version_info, warn or _ignore)
+    return _read_hdk_component(fs, 'driver', bases, parse_driver_version_info, warn or ignore)
 
 
 def read_firmware(fs, install_record=None, warn=None, install_path=None):
@@ -745,7 +726,7 @@ def read_firmware(fs, install_record=None, warn=None, install_path=None):
     record = install_record or {}
     bases = [install_path] if install_path else [record.get('firmware_install_path'),
                                                  record.get('driver_install_path'), DEFAULT_ASCEND_PATH]
-    return _read_hdk_component(fs, 'firmware', bases, parse_firmware_version_info, warn or _ignore)
+    return _read_hdk_component(fs, 'firmware', bases, parse_firmware_version_info, warn or ignore)
 
 
 def cann_bases(cann_record=None, install_path=None):
@@ -797,7 +778,7 @@ def read_toolkit(fs, cann_record=None, warn=None, arch=None, install_path=None):
     """The CANN toolkit, found rather than assumed: the first candidate of :func:`toolkit_candidates` that
     holds an ``<arch>-linux/ascend_toolkit_install.info`` (of ``arch`` when given) or a ``version.cfg``; None
     when none does."""
-    warn = warn or _ignore
+    warn = warn or ignore
     for candidate in toolkit_candidates(fs, cann_record, install_path, warn):
         if not fs.is_dir(candidate, warn):
             continue
@@ -863,7 +844,7 @@ def read_kernels(fs, toolkit, warn=None, chip=None):
 
     None when none is there, or when the record is there but cannot be read (reported).
     """
-    warn = warn or _ignore
+    warn = warn or ignore
     if not toolkit:
         return None
     kernel_dir = _join(toolkit['path'], KERNELS_DIR)
@@ -911,7 +892,7 @@ def read_kernels(fs, toolkit, warn=None, chip=None):
 def read_nnal(fs, cann_record=None, warn=None, install_path=None):
     """NNAL (ATB): ``<base>/nnal/atb/latest/version.info``, else the newest ``<base>/nnal/atb/<version>``, in the
     bases of :func:`cann_bases`."""
-    warn = warn or _ignore
+    warn = warn or ignore
     for base in cann_bases(cann_record, install_path):
         atb = _join(base, 'nnal/atb')
         versions = _version_dirs(fs, atb, warn=warn)
@@ -965,7 +946,7 @@ def read_docker_runtime(fs, warn=None, install_path=None):
     """The Ascend Docker Runtime in ``<install_path or /usr/local/Ascend>/Ascend-Docker-Runtime``: its install
     record ``ascend_docker_runtime_install.info`` (``version=v6.0.0``), else its ``version.info`` (``Version=``);
     None when the directory has neither."""
-    return _docker_runtime(fs, warn or _ignore, install_path)[0]
+    return _docker_runtime(fs, warn or ignore, install_path)[0]
 
 
 def read_installed(fs, component, install_path=None, arch=None, chip=None, warn=None):
@@ -981,7 +962,7 @@ def read_installed(fs, component, install_path=None, arch=None, chip=None, warn=
         read (a directory, a FIFO, a link loop, no permission, ...): what is installed is then unknown, and a
         package decision must not be taken on the guess that it is absent.
     """
-    warn = warn or _ignore
+    warn = warn or ignore
     fs = RootFS(fs.root, strict=True)
     if component in ('driver', 'firmware'):
         reader = read_driver if component == 'driver' else read_firmware
@@ -1028,7 +1009,7 @@ def possible_cpu_count(sysfs, warn=None):
     """How many CPUs the machine of a sysfs tree can have: one more than the highest CPU of its
     ``devices/system/cpu/possible`` (``0-191`` -> 192), at most ``MAX_CPUS``; ``MAX_CPUS`` when the tree has no
     such file (a copy of sysfs) or it cannot be read (reported)."""
-    warn = warn or _ignore
+    warn = warn or ignore
     text = sysfs.read(POSSIBLE_CPUS, warn)
     if text is None:
         return MAX_CPUS
@@ -1050,7 +1031,7 @@ def scan_npu_devices(sysfs, warn=None, cpu_count=None):
     """Ascend NPUs among the PCI devices of a sysfs tree (``sysfs`` is a :class:`RootFS` on its top directory):
     vendor 0x19e5 and class 0x1200, in bus id order, each with its NUMA node and that node's CPUs (checked
     against ``cpu_count``, by default :func:`possible_cpu_count` of the tree)."""
-    warn = warn or _ignore
+    warn = warn or ignore
     devices = []
     node_cpus = {}
     for bus_id in sysfs.listdir('/bus/pci/devices', warn):
@@ -1100,7 +1081,7 @@ def read_npu_account(fs, warn=None, user_db=None):
     """The HwHiAiUser user and group: from ``user_db`` (``(getpwnam, getgrnam)``-like lookups that return
     dicts or None, for this machine's account database) when given, else from the root's ``/etc/passwd`` and
     ``/etc/group`` files."""
-    warn = warn or _ignore
+    warn = warn or ignore
     if user_db is not None:
         user, group = user_db[0](NPU_USER), user_db[1](NPU_GROUP)
     else:
@@ -1133,7 +1114,7 @@ def gather_ascend_facts(fs, sysfs, warn=None, user_db=None):
     :param sysfs: a :class:`RootFS` on the sysfs top directory (``/sys``).
     :param user_db: see :func:`read_npu_account`.
     """
-    warn = _once_in_valid_utf8(warn or _ignore)
+    warn = _once_in_valid_utf8(warn or ignore)
     install_record = read_install_record(fs, warn)
     cann_record = read_cann_install_record(fs, warn)
     toolkit = read_toolkit(fs, cann_record, warn)

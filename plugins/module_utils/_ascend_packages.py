@@ -10,26 +10,32 @@ Huawei Ascend packages (``.run``, ``.deb``, ``.rpm``) for the ascend_package mod
 (component, version, architecture, from Huawei's file names or the package's control data), which version of a
 component is installed (from the files the Ascend installers write, read by ``_ascend_files`` as for the facts, or
 from dpkg/rpm), what to do about it (versions compare by ``_version``), the command lines that install, upgrade
-and remove a package (one backend class per format), whether a package file is whole before anything runs it,
-what an installer's output and log say when it fails, and the host-wide lock that keeps two runs from installing
-at once. Nothing here touches AnsibleModule: commands run through the CommandRunner the backends are given, and
-problems are raised as PackageError.
+and remove a package (one backend class per format, each fulfilling the abstract PackageBackend), whether a package
+file is whole before anything runs it, what an installer's output and log say when it fails, the host-wide lock that
+keeps two runs from installing at once, and what one task does with all of that (``apply_package``). Nothing here
+touches AnsibleModule: commands run through the CommandRunner the backends are given, and problems are raised as
+PackageError.
 """
 
 from __future__ import annotations
 
+import abc
 import contextlib
 import errno
 import fcntl
 import os
-import platform
 import re
 import stat
 import struct
 import time
 
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._architecture import (
+    host_architecture,
+    normalise_arch,
+)
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._ascend_files import (
     RootFS,
+    UnreadableFile,
     parse_key_values,
     read_installed,
 )
@@ -45,9 +51,9 @@ INSTALL_LOGS = ('/var/log/ascend_seclog/ascend_install.log', '/var/log/ascend_se
 # The first-install flag of each component's .run: --full for the HDK (driver, firmware), --install for the rest.
 INSTALL_FLAG = {'driver': '--full', 'firmware': '--full', 'toolkit': '--install', 'kernels': '--install',
                 'nnal': '--install', 'docker-runtime': '--install'}
-# Components whose .run takes --install-for-all, and --install-username/--install-usergroup, on a first install.
-FOR_ALL_COMPONENTS = ('driver', 'toolkit', 'kernels', 'nnal')
-USER_COMPONENTS = ('driver', 'toolkit', 'kernels', 'nnal')
+# Components installed for a run user: on a first install their .run takes --install-for-all, and
+# --install-username/--install-usergroup.
+RUN_USER_COMPONENTS = ('driver', 'toolkit', 'kernels', 'nnal')
 # Components that record their install path and want it again on --upgrade/--uninstall: the CANN packages and the
 # Docker runtime (the driver and firmware read theirs from /etc/ascend_install.info).
 PATH_ON_EVERY_ACTION = ('toolkit', 'kernels', 'nnal', 'docker-runtime')
@@ -73,9 +79,6 @@ _FILE_NAME_RES = tuple(
     for component, stem in COMPONENT_STEMS)
 _PACKAGE_NAME_RES = tuple((component, re.compile(r'^%s$' % stem, re.I)) for component, stem in COMPONENT_STEMS)
 _ANY_RUN_NAME_RE = re.compile(r'_%s(?:_linux-%s)?\.run$' % (_VERSION_RE, _ARCH_RE), re.I)
-
-ARCH_ALIASES = {'aarch64': 'aarch64', 'arm64': 'aarch64', 'x86_64': 'x86_64', 'x86-64': 'x86_64', 'amd64': 'x86_64'}
-NO_ARCH = ('all', 'noarch', 'any')
 
 REBOOT_RE = re.compile(r'\breboot (?:needed|now|required)\b', re.I)
 ERROR_LINE_RE = re.compile(r'\[ERROR\]|ERR_NO:|^dpkg: error|^error: ', re.I)
@@ -140,17 +143,6 @@ def plan_action(state, package_version, installed_version, allow_downgrade=False
 
 
 # ---------------------------------------------------------------------------------------------------- names
-
-def normalise_arch(arch):
-    """aarch64 or x86_64 for the spellings in file names and package metadata; None for "any architecture"."""
-    if arch is None or arch.strip().lower() in NO_ARCH or not arch.strip():
-        return None
-    return ARCH_ALIASES.get(arch.strip().lower(), arch.strip().lower())
-
-
-def host_architecture():
-    return normalise_arch(platform.machine())
-
 
 def parse_package_file_name(file_name):
     """Component, chip, version and architecture from a Huawei package file name; None when it is not one."""
@@ -429,16 +421,13 @@ class Command:
         self.environ = environ or {}
 
 
-class PackageBackend:
-    """One package file of one format. Subclasses fill in inspect(), installed_version() and the commands.
+class PackageBackend(abc.ABC):
+    """One package file of one format; a subclass per format implements the abstract methods below.
 
     ``path`` is absolute (the module makes it so: a bare file name would be run through PATH). ``options``:
     component, install_path, install_username, install_usergroup, extra_args, root. ``which(name)`` returns the path
     of a tool (the module fails when it is missing). ``host_arch`` is the architecture packages must be built for.
-    inspect() reads what the package is and refuses, before planning, a file that is not a whole package of its
-    format, a version that does not parse, or another architecture (before running anything when the file name
-    tells, else right after reading its metadata). verify(action) runs the format's own integrity check of the whole
-    file before the package is used. ``warnings`` collects what the user should know.
+    ``warnings`` collects what the user should know.
     """
 
     extension = None
@@ -493,8 +482,29 @@ class PackageBackend:
             raise PackageError('%s: the package version %s from %s does not parse (%s), so nothing was run: use the '
                                'package as Huawei names and builds it' % (self.file_name, self.version, source, error))
 
+    @abc.abstractmethod
+    def inspect(self):
+        """Read what the package is (component, chip, version, architecture, package name) and refuse, with
+        PackageError and before anything is planned, a file that is not a whole package of its format, a version
+        that does not parse, or another architecture (before running anything when the file name tells, else right
+        after reading its metadata)."""
+
+    @abc.abstractmethod
+    def installed_version(self):
+        """The version of the component installed on the host, or None when none is."""
+
+    @abc.abstractmethod
     def verify(self, action):
-        """Check the whole package file before ``action`` uses it (read-only; runs in check mode too)."""
+        """Run the format's own integrity check of the whole file before ``action`` uses it (read-only; runs in
+        check mode too); PackageError when it fails."""
+
+    @abc.abstractmethod
+    def command(self, action, installed_version=None):
+        """The Command that carries out ``action`` (install, upgrade or uninstall) over ``installed_version``."""
+
+    @abc.abstractmethod
+    def succeeded(self, result):
+        """Whether the CommandResult ``result`` of command() is a success."""
 
     def _check_archive(self, argv, check, what):
         """Run the format's integrity check ``argv`` (``check`` names it in the message); PackageError if it fails."""
@@ -582,10 +592,10 @@ class RunPackage(PackageBackend):
             return Command([self.path, '--uninstall', '--quiet', '--nox11'] + self._path_flag(action))
         flag = INSTALL_FLAG[self.component] if action == 'install' else '--upgrade'
         argv = [self.path, flag, '--quiet', '--nox11']
-        if action == 'install' and self.component in FOR_ALL_COMPONENTS:
+        if action == 'install' and self.component in RUN_USER_COMPONENTS:
             argv.append('--install-for-all')
         argv += self._path_flag(action)
-        if action == 'install' and self.component in USER_COMPONENTS and self.options.get('install_username'):
+        if action == 'install' and self.component in RUN_USER_COMPONENTS and self.options.get('install_username'):
             argv += ['--install-username=%s' % self.options['install_username'],
                      '--install-usergroup=%s' % self.options['install_usergroup']]
         argv += list(self.options.get('extra_args') or [])
@@ -805,3 +815,115 @@ class HostLock:
     def _holder(self, fd):
         text = os.pread(fd, HOLDER_READ_BYTES, 0).decode('utf-8', 'replace').strip()
         return 'held by ' + text if text else 'its holder has not written its name yet'
+
+
+# ---------------------------------------------------------------------------------------------------- the task
+# What one ascend_package task does, from its options to its result: the module only declares the options, builds
+# the command runner and reports the result or the PackageError.
+
+# What provides each tool a package format needs, for the failure when it is missing.
+TOOL_HINTS = {
+    'dpkg-deb': 'install dpkg (needed for .deb packages)',
+    'dpkg-query': 'install dpkg (needed for .deb packages)',
+    'dpkg': 'install dpkg (needed for .deb packages)',
+    'rpm': 'install rpm (needed for .rpm packages)',
+}
+ACTION_WORDS = {'install': 'Installing', 'upgrade': 'Upgrading to', 'uninstall': 'Removing'}
+# The options the backends read.
+BACKEND_OPTIONS = ('component', 'install_path', 'install_username', 'install_usergroup', 'extra_args', 'root')
+
+
+def package_path(params):
+    """The ``path`` option made absolute (a bare file name would be checked here but run through PATH), after the
+    options that need nothing but themselves are checked; PackageError when they do not fit."""
+    path = os.path.abspath(params['path'])
+    if not os.path.isfile(path):
+        raise PackageError('path: %s is not a file on the managed host' % path)
+    if params['lock_timeout'] < 0:
+        raise PackageError('lock_timeout must be 0 (do not wait) or a number of seconds, not %d' % params['lock_timeout'])
+    return path
+
+
+def apply_package(params, path, runner, which, warn, check_mode):
+    """Bring the host to ``params['state']`` with the package file at ``path``: what the file is first (it does not
+    change while another run installs, so a bad file fails at once), then, under the host-wide lock, ensure().
+
+    ``params`` are the module's options, ``runner`` a CommandRunner, ``which(name)`` the path of a tool, ``warn`` the
+    module's warn. Returns the module's result; raises PackageError.
+    """
+    lock = HostLock(host_lock_path(), 'ascend_package state=%s path=%s%s' % (
+        params['state'], path, ' (check mode)' if check_mode else ''))
+    backend = backend_for(path, runner, which, dict((key, params[key]) for key in BACKEND_OPTIONS), host_architecture())
+    check_options(params, backend)
+    backend.inspect()
+    # Check mode waits too: a prediction read while another run installs would read a half-installed host.
+    with lock.held(params['lock_timeout']):
+        result = ensure(params, backend, runner, warn, check_mode)
+    result['changed'] = result['before'] != result['after']
+    result['diff'] = {'before': {'version': result['before']}, 'after': {'version': result['after']}}
+    return result
+
+
+def check_options(params, backend):
+    """Refuse options that do not fit the package, before anything runs."""
+    if not isinstance(backend, RunPackage):
+        for option in ('install_path', 'install_username'):
+            if params[option]:
+                raise PackageError('%s is only supported for .run packages, not for %s' % (option, backend.file_name))
+
+
+def check_eula(params, component, action):
+    """Refuse to install or upgrade a component with a EULA that the options do not accept."""
+    if action in ('install', 'upgrade') and component in EULA_COMPONENTS and not params['accept_eula']:
+        raise PackageError('installing the %s means accepting its End User License Agreement: set accept_eula to '
+                           'true (nothing was run)' % component)
+
+
+def ensure(params, backend, runner, warn, check_mode):
+    """Read the installed version, decide, act and read it again; under the host-wide lock, after inspect()."""
+    component = backend.component
+    if params['install_username'] and component not in RUN_USER_COMPONENTS:
+        warn('install_username and install_usergroup are ignored for the %s package' % component)
+    try:
+        before = backend.installed_version()
+    except UnreadableFile as error:
+        # What is installed is unknown, not absent: no install is planned over it.
+        raise PackageError('cannot tell which %s version is installed, so nothing was done: %s (make it a readable '
+                           'regular file or remove it, or check the root and install_path options)' % (component, error))
+    for warning in backend.warnings:
+        warn(warning)
+    action = plan_action(params['state'], backend.version, before, params['allow_downgrade'])
+    check_eula(params, component, action)
+    after = {'none': before, 'uninstall': None}.get(action, backend.version)
+    result = dict(component=component, package_version=backend.version, before=before, after=after, action=action,
+                  reboot_required=predict_reboot(component, action))
+    if action == 'none':
+        return result
+    backend.verify(action)
+    if check_mode:
+        return result
+
+    command = backend.command(action, before)
+    log = InstallLog(params['root'])
+    log.mark()
+    run = runner.run(command.argv, data=command.data, environ_update=command.environ)
+    what = '%s %s %s from %s' % (ACTION_WORDS[action], component, backend.version, backend.file_name)
+    if action == 'uninstall':
+        what = 'Removing %s %s with %s' % (component, before, os.path.basename(command.argv[0]))
+    if not backend.succeeded(run):
+        lines = log.new_lines()
+        raise PackageError(failure_message(what, run.rc, run.stdout, run.stderr, lines), result=run,
+                           install_log=lines)
+    try:
+        after = backend.installed_version()
+    except UnreadableFile as error:
+        raise PackageError('%s reported success, but the installed %s version cannot be read: %s'
+                           % (what, component, error), result=run)
+    if action == 'uninstall' and after is not None:
+        raise PackageError('%s reported success, but %s %s is still installed' % (what, component, after), result=run)
+    if action != 'uninstall' and (after is None or version_order(after, backend.version) != 0):
+        raise PackageError('%s reported success, but the installed version is %s, not %s (check install_path and '
+                           'root)' % (what, after or 'unknown (no version file)', backend.version), result=run)
+    result.update(after=after, cmd=run.argv, stdout=run.stdout, stderr=run.stderr,
+                  reboot_required=reboot_after(component, action, run.stdout))
+    return result

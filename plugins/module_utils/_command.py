@@ -20,7 +20,7 @@ import time
 
 from ansible.module_utils.common.locale import get_best_parsable_locale
 
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._ascend_files import replace_undecodable
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._text import replace_undecodable
 
 # Seconds between timeout's TERM and its KILL, for a tool stuck in the kernel driver.
 KILL_AFTER_SECONDS = 5
@@ -31,25 +31,36 @@ TIMED_OUT_RCS = (124, 137)
 CommandResult = collections.namedtuple('CommandResult', 'argv rc stdout stderr timed_out', defaults=(False,))
 
 
+def failure_data(result):
+    """What a failure reports of the CommandResult it is about."""
+    return dict(cmd=result.argv, rc=result.rc, stdout=result.stdout, stderr=result.stderr)
+
+
 def is_executable(path):
     return os.path.isfile(path) and os.access(path, os.X_OK)
 
 
+def locate_executable(module, name, configured=None, option=None, fallbacks=()):
+    """Path of ``name``: ``configured`` when given, else on PATH, else the first executable of ``fallbacks``; None
+    when none has it. A ``configured`` path that is no executable file is a ValueError naming ``option``."""
+    if configured:
+        if not is_executable(configured):
+            raise ValueError('%s: %s is not an executable file' % (option, configured))
+        return configured
+    return module.get_bin_path(name) or next((path for path in fallbacks if is_executable(path)), None)
+
+
 def find_executable(module, name, configured=None, option=None, fallbacks=(), missing_hint=None):
-    """Path of ``name``: the configured one, else on PATH, else the first executable fallback; fail otherwise.
+    """Path of ``name`` (see locate_executable); fail the module when there is none.
 
     The failure names ``option`` and starts its advice with ``missing_hint`` (what usually provides the tool).
     """
-    if configured:
-        if is_executable(configured):
-            return configured
-        module.fail_json(msg='%s: %s is not an executable file' % (option, configured))
-    found = module.get_bin_path(name)
+    try:
+        found = locate_executable(module, name, configured, option, fallbacks)
+    except ValueError as error:
+        module.fail_json(msg=str(error))
     if found:
         return found
-    for candidate in fallbacks:
-        if is_executable(candidate):
-            return candidate
     where = 'neither in PATH nor as ' + ' or '.join(fallbacks) if fallbacks else 'not in PATH'
     advice = [missing_hint] if missing_hint else []
     if option:
@@ -100,5 +111,4 @@ class CommandRunner:
 
     def fail(self, result, msg, **extra):
         """Fail the module with ``msg`` and the command's data."""
-        self._module.fail_json(msg=msg, cmd=result.argv, rc=result.rc, stdout=result.stdout,
-                               stderr=result.stderr, **extra)
+        self._module.fail_json(msg=msg, **dict(failure_data(result), **extra))

@@ -47,6 +47,7 @@ import re
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._version import (
     compare_ascend_versions,
     is_ascend_version,
+    parse_ascend_version,
 )
 
 SOURCE = ("vllm-ascend docs/source/community/versioning_policy.md (release compatibility matrix) and its "
@@ -104,15 +105,7 @@ def python_in_range(version, spec):
 
 
 def _newest_first(rows):
-    ordered = list(rows)
-    for index in range(1, len(ordered)):
-        row = ordered[index]
-        position = index
-        while position > 0 and compare_ascend_versions(ordered[position - 1]['vllm_ascend'], row['vllm_ascend']) < 0:
-            ordered[position] = ordered[position - 1]
-            position -= 1
-        ordered[position] = row
-    return ordered
+    return sorted(rows, key=lambda row: parse_ascend_version(row['vllm_ascend']), reverse=True)
 
 
 def driver_minimum(row, rows=ROWS):

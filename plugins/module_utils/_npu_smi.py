@@ -6,9 +6,11 @@
 
 """Private to the kunpeng_ascend.vllm collection: not a public API, it may change without notice.
 
-Pure parsers for the output of Huawei's ``npu-smi`` tool and a classifier for its failures. Nothing here
-touches AnsibleModule or raises on odd input: a line that cannot be read is reported through the ``warn``
-callback and parsing goes on, so a new driver's layout degrades to warnings and nulls, never to a crash.
+Pure parsers for the output of Huawei's ``npu-smi`` tool, a classifier for its failures, and the one way the
+modules read it (``read_npu_smi_info`` and ``read_npu_smi_details``, given a function that runs npu-smi). Nothing
+here touches AnsibleModule or raises on odd input: a line that cannot be read is reported through the ``warn``
+callback and parsing goes on, so a new driver's layout degrades to warnings and nulls, never to a crash; only a
+failed npu-smi run raises, as NpuSmiFailure.
 
 ``npu-smi info`` prints box-drawn tables whose widths and columns change with every chip family and driver
 release (80 to 116 columns, with or without Chip/Device/Phy-ID/Hugepages/HBM columns, with or without a
@@ -25,7 +27,11 @@ from __future__ import annotations
 import collections
 import re
 
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._warnings import shorten
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._text import shorten
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._warnings import WarningCap, ignore
+
+# Where the Ascend driver installs npu-smi; a remote PATH often lacks /usr/local/bin.
+NPU_SMI_FALLBACK_PATHS = ('/usr/local/bin/npu-smi', '/usr/local/sbin/npu-smi')
 
 # Result keys of a chip, in the order they are returned.
 CHIP_KEYS = (
@@ -111,10 +117,6 @@ _Row = collections.namedtuple('_Row', 'lineno text cells closed')
 _Field = collections.namedtuple('_Field', 'name column')
 
 
-def _ignore(message):
-    """Stand in for a ``warn`` callback when the caller gave none."""
-
-
 def _normalise_name(name):
     return re.sub(r'[\s_-]+', '', name).lower()
 
@@ -128,7 +130,7 @@ def parse_npu_smi_info(text, warn=None):
         ``chip_count``, ``all_healthy``, ``complete`` and ``incomplete_reason``, as documented in the
         ``npu_smi_info`` module. An incomplete table is also reported through ``warn``.
     """
-    return _InfoTableParser(warn or _ignore).parse(text or '')
+    return _InfoTableParser(warn or ignore).parse(text or '')
 
 
 class _InfoTableParser:
@@ -414,7 +416,7 @@ def parse_npu_smi_key_values(text, warn=None):
     :returns: a list of sections (the blank-line separated groups npu-smi prints, e.g. the NPU, its chip and
         its MCU), each a dict of the keys and values as printed.
     """
-    warn = warn or _ignore
+    warn = warn or ignore
     sections = []
     section = {}
     for lineno, line in enumerate((text or '').splitlines(), 1):
@@ -475,3 +477,59 @@ def describe_npu_smi_failure(command, rc, stdout='', stderr='', timed_out=False)
     if hint:
         message += ' Hint: %s.' % hint
     return message
+
+
+class NpuSmiFailure(Exception):
+    """An npu-smi run that failed: ``msg`` says which, how and, when the cause is known, what to do; ``result`` is
+    its CommandResult."""
+
+    def __init__(self, msg, result):
+        super().__init__(msg)
+        self.msg = msg
+        self.result = result
+
+
+def _run_checked(run, args):
+    """The CommandResult of ``run(args)``; NpuSmiFailure unless npu-smi exited 0."""
+    result = run(args)
+    if result.rc != 0:
+        raise NpuSmiFailure(describe_npu_smi_failure(' '.join(['npu-smi'] + args), result.rc, result.stdout,
+                                                     result.stderr, result.timed_out), result)
+    return result
+
+
+def read_npu_smi_info(run, warnings):
+    """Run ``npu-smi info`` and parse it (see parse_npu_smi_info); NpuSmiFailure when it fails.
+
+    :param run: ``run(args)`` runs npu-smi with the argument list ``args`` and returns its CommandResult.
+    :param warnings: the caller's WarningCap; the parser's warnings join it only when the table was read.
+    """
+    result = _run_checked(run, ['info'])
+    held = WarningCap()
+    info = parse_npu_smi_info(result.stdout, warn=held)
+    # npu-smi may print a dcmi error and still exit 0; then the missing table is that error, not a parse problem.
+    if not info['chips'] and npu_smi_failure_hint(result.rc, result.stdout, result.stderr, result.timed_out):
+        raise NpuSmiFailure(describe_npu_smi_failure('npu-smi info', result.rc, result.stdout, result.stderr,
+                                                     result.timed_out), result)
+    warnings.extend(held)
+    return info
+
+
+def read_npu_smi_details(run, detail_types, info, warn):
+    """One ``npu-smi info -t TYPE -i NPU`` run per NPU of ``info`` (read_npu_smi_info's result) for each of
+    ``detail_types``, parsed by parse_npu_smi_key_values; NpuSmiFailure at the first run that fails.
+
+    :returns: ``{TYPE: [{'npu_id', 'sections'}, ...]}``, NPUs in table order.
+    """
+    # An NPU with two chips (A3, 310P Duo) is listed twice; detail queries go once per NPU, in table order.
+    npu_ids = list(dict.fromkeys(chip['npu_id'] for chip in info['chips'] if chip['npu_id'] is not None))
+    details = {}
+    for detail_type in detail_types:
+        details[detail_type] = []
+        for npu_id in npu_ids:
+            args = ['info', '-t', detail_type, '-i', str(npu_id)]
+            command = ' '.join(['npu-smi'] + args)
+            sections = parse_npu_smi_key_values(
+                _run_checked(run, args).stdout, warn=lambda message, command=command: warn('%s: %s' % (command, message)))
+            details[detail_type].append({'npu_id': npu_id, 'sections': sections})
+    return details

@@ -6,8 +6,8 @@
 
 """Private to the kunpeng_ascend.vllm collection: not a public API, it may change without notice.
 
-The checks of the ``ascend_preflight`` module, as pure functions: each takes data the module gathered from the
-host (command results, file contents, paths found) and returns one check dict
+The checks of the ``ascend_preflight`` module, as pure functions: each takes data ``_preflight_host`` gathered
+from the host (command results, file contents, paths found) and returns one check dict
 ``{'name', 'status', 'message', 'fix'}`` with ``status`` ``pass``, ``warn`` or ``fail`` and ``fix`` null on a pass.
 Nothing here reads the host or touches AnsibleModule, so every rule is tested with plain data.
 """
@@ -17,6 +17,7 @@ from __future__ import annotations
 import collections
 import re
 
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._architecture import normalise_arch
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._compatibility import (
     check_combination,
     driver_minimum,
@@ -48,10 +49,17 @@ _DPKG_SETTLED = 'icn'
 _DPKG_STATUS_NAMES = {'h': 'half-installed', 'u': 'unpacked', 'f': 'half-configured', 'w': 'triggers-awaited',
                       't': 'triggers-pending'}
 
-_VERSION_OPTIONS = (
+# The module options that request a version of the compatibility set, by the component they name there.
+VERSION_OPTIONS = (
     ('vllm_ascend', 'vllm_ascend_version'), ('vllm', 'vllm_version'), ('cann', 'cann_version'),
     ('torch', 'torch_version'), ('torch_npu', 'torch_npu_version'), ('python', 'python_version'),
 )
+
+
+def selected_checks(checks=None, skip_checks=()):
+    """The names of the checks to run, in CHECK_NAMES order: ``checks`` (None: all) without ``skip_checks``."""
+    wanted = CHECK_NAMES if checks is None else checks
+    return [name for name in CHECK_NAMES if name in wanted and name not in skip_checks]
 
 
 def check(name, status, message, fix=None):
@@ -87,22 +95,15 @@ def _command_failure(name, output, fix):
 
 # --- architecture --------------------------------------------------------------------------------------------
 
-_ARCH_ALIASES = {'arm64': 'aarch64', 'amd64': 'x86_64', 'x86-64': 'x86_64'}
-
-
-def normalise_architecture(machine):
-    machine = (machine or '').strip().lower()
-    return _ARCH_ALIASES.get(machine, machine)
-
-
 def check_architecture(machine, expected=None):
     """``machine`` is ``uname -m``; ``expected`` the expected_architecture option (null: aarch64, x86_64 warns)."""
-    arch = normalise_architecture(machine)
+    arch = normalise_arch(machine)
     if expected:
-        expected = normalise_architecture(expected)
+        expected = normalise_arch(expected)
         if arch == expected:
             return check('architecture', PASS, '%s, as expected_architecture asks' % arch)
-        return check('architecture', FAIL, 'the host is %s, but expected_architecture is %s' % (arch, expected),
+        return check('architecture', FAIL, 'the host is %s, but expected_architecture is %s'
+                     % (arch or 'of an unknown architecture', expected),
                      'run on a %s host or correct expected_architecture' % expected)
     if arch == 'aarch64':
         return check('architecture', PASS, 'aarch64, as on Kunpeng servers')
@@ -115,13 +116,21 @@ def check_architecture(machine, expected=None):
 
 # --- kernel headers ------------------------------------------------------------------------------------------
 
+def kernel_header_paths(release):
+    """Where the headers of kernel ``release`` may be: the DKMS build link, then the Debian and the openEuler
+    family's directories."""
+    return ['/lib/modules/%s/build' % release, '/usr/src/linux-headers-%s' % release, '/usr/src/kernels/%s' % release]
+
+
 def check_kernel_headers(release, checked, found, other_releases=(), broken_links=(), manager=None):
     """Headers of the running kernel ``release`` (``uname -r``), which the driver's DKMS build needs.
 
-    ``checked`` the paths looked at, ``found`` those that exist as directories, ``other_releases`` the kernel
-    releases whose headers exist instead, ``broken_links`` (path, target) of symbolic links to nothing,
-    ``manager`` the package manager ('dpkg', 'rpm' or None) for the fix.
+    ``checked`` the paths looked at (kernel_header_paths), ``found`` those that exist as directories,
+    ``other_releases`` the kernel releases that have headers (the running one and repeats are left out),
+    ``broken_links`` (path, target) of symbolic links to nothing, ``manager`` the package manager ('dpkg', 'rpm' or
+    None) for the fix.
     """
+    other_releases = [name for name in dict.fromkeys(other_releases) if name != release]
     if found:
         return check('kernel_headers', PASS, 'headers of the running kernel %s are in %s' % (release, found[0]))
     message = 'no headers for the running kernel %s (none of %s exists)' % (release, ', '.join(checked))
@@ -427,13 +436,13 @@ def check_compatibility(requested, driver=None, driver_origin='installed', rows=
     driver_version, else the installed one) and ``driver_origin`` says which ('requested' or 'installed').
     """
     name = 'compatibility'
-    invalid = ['%s %r is not a version' % (option, requested[option]) for key, option in _VERSION_OPTIONS
+    invalid = ['%s %r is not a version' % (option, requested[option]) for key, option in VERSION_OPTIONS
                if requested.get(option) and not is_ascend_version(requested[option])]
     if driver and not is_ascend_version(driver):
         invalid.append('the %s NPU driver version %r is not a version' % (driver_origin, driver))
     if invalid:
         return check(name, FAIL, '; '.join(invalid), 'correct the version options')
-    given = dict((key, requested[option]) for key, option in _VERSION_OPTIONS if requested.get(option))
+    given = dict((key, requested[option]) for key, option in VERSION_OPTIONS if requested.get(option))
     result = check_combination(driver=driver, rows=rows, **given)
     on_driver = ' on the %s NPU driver %s' % (driver_origin, driver) if driver else ' (no NPU driver installed or requested to check)'
     if not given:

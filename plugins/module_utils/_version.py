@@ -109,21 +109,6 @@ def compare_ascend_versions(left, right):
     return (left_key > right_key) - (left_key < right_key)
 
 
-def parse_version_ranges(text):
-    """Return the ``[low,high]`` pairs of a version.info range list such as ``[7.0.0,7.7.99],[23.0.0,23.0.0.]``.
-
-    Returns a list of (low, high) strings, or raises ValueError naming the text when it is not such a list.
-    """
-    pairs = re.findall(r'\[\s*([^],\[]+?)\s*,\s*([^],\[]+?)\s*\]', text or '')
-    rest = re.sub(r'\[\s*[^],\[]+?\s*,\s*[^],\[]+?\s*\]', '', text or '').replace(',', '').strip()
-    if not pairs or rest:
-        raise ValueError('%r is not a list of version ranges such as [7.0.0,7.7.99]' % (text,))
-    for low, high in pairs:
-        parse_ascend_version(low)
-        parse_ascend_version(high.rstrip('.'))
-    return pairs
-
-
 def version_in_range(version, low, high):
     """Whether ``low`` <= ``version`` <= ``high``.
 

@@ -13,17 +13,14 @@ task result.
 
 from __future__ import annotations
 
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._text import shorten
+
 # How many warnings a module run reports; the others are counted in one last warning.
 MAX_WARNINGS = 20
-# How many characters of one warning are kept.
-MAX_WARNING_CHARS = 500
 
 
-def shorten(text, limit=MAX_WARNING_CHARS):
-    """``text`` cut to ``limit`` characters, saying how long it was."""
-    if len(text) <= limit:
-        return text
-    return '%s... (%d characters in all)' % (text[:limit], len(text))
+def ignore(message):
+    """A ``warn`` callback that drops every warning: the parsers' stand-in when the caller gives none."""
 
 
 class WarningCap:

@@ -303,106 +303,20 @@ install_log:
   sample: ["[Driver] [2025-07-17 10:35:21] [ERROR]ERR_NO:0x0091;ERR_DES:HwHiAiUser not exists! Please add HwHiAiUser"]
 """
 
-import os
-
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._ascend_files import UnreadableFile
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._ascend_packages import (
     COMPONENTS,
-    EULA_COMPONENTS,
-    USER_COMPONENTS,
-    HostLock,
-    InstallLog,
+    TOOL_HINTS,
     PackageError,
-    RunPackage,
-    backend_for,
-    failure_message,
-    host_architecture,
-    host_lock_path,
-    plan_action,
-    predict_reboot,
-    reboot_after,
-    version_order,
+    apply_package,
+    package_path,
 )
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._command import (
     CommandRunner,
+    failure_data,
     find_executable,
 )
-
-TOOL_HINTS = {
-    'dpkg-deb': 'install dpkg (needed for .deb packages)',
-    'dpkg-query': 'install dpkg (needed for .deb packages)',
-    'dpkg': 'install dpkg (needed for .deb packages)',
-    'rpm': 'install rpm (needed for .rpm packages)',
-}
-ACTION_WORDS = {'install': 'Installing', 'upgrade': 'Upgrading to', 'uninstall': 'Removing'}
-
-
-def check_options(module, backend):
-    """Options that do not fit the package: refuse (or, when harmless, warn) before anything runs."""
-    params = module.params
-    if not isinstance(backend, RunPackage):
-        for option in ('install_path', 'install_username'):
-            if params[option]:
-                raise PackageError('%s is only supported for .run packages, not for %s' % (option, backend.file_name))
-
-
-def check_eula(module, component, action):
-    if action in ('install', 'upgrade') and component in EULA_COMPONENTS and not module.params['accept_eula']:
-        raise PackageError('installing the %s means accepting its End User License Agreement: set accept_eula to '
-                           'true (nothing was run)' % component)
-
-
-def ensure(module, backend, runner):
-    """Read the installed version, decide, act and read it again; under the host-wide lock, after inspect()."""
-    params = module.params
-    component = backend.component
-    if params['install_username'] and component not in USER_COMPONENTS:
-        module.warn('install_username and install_usergroup are ignored for the %s package' % component)
-    try:
-        before = backend.installed_version()
-    except UnreadableFile as error:
-        # What is installed is unknown, not absent: no install is planned over it.
-        raise PackageError('cannot tell which %s version is installed, so nothing was done: %s (make it a readable '
-                           'regular file or remove it, or check the root and install_path options)' % (component, error))
-    for warning in backend.warnings:
-        module.warn(warning)
-    action = plan_action(params['state'], backend.version, before, params['allow_downgrade'])
-    check_eula(module, component, action)
-    after = {'none': before, 'uninstall': None}.get(action, backend.version)
-    result = dict(component=component, package_version=backend.version, before=before, after=after, action=action,
-                  reboot_required=predict_reboot(component, action))
-    if action == 'none':
-        return result
-    backend.verify(action)
-    if module.check_mode:
-        return result
-
-    command = backend.command(action, before)
-    log = InstallLog(params['root'])
-    log.mark()
-    run = runner.run(command.argv, data=command.data, environ_update=command.environ)
-    what = '%s %s %s from %s' % (ACTION_WORDS[action], component, backend.version, backend.file_name)
-    if action == 'uninstall':
-        what = 'Removing %s %s with %s' % (component, before, os.path.basename(command.argv[0]))
-    if not backend.succeeded(run):
-        lines = log.new_lines()
-        raise PackageError(failure_message(what, run.rc, run.stdout, run.stderr, lines), result=run,
-                           install_log=lines)
-    try:
-        after = backend.installed_version()
-    except UnreadableFile as error:
-        raise PackageError('%s reported success, but the installed %s version cannot be read: %s'
-                           % (what, component, error), result=run)
-    if action == 'uninstall' and after is not None:
-        raise PackageError('%s reported success, but %s %s is still installed' % (what, component, after), result=run)
-    if action != 'uninstall' and (after is None or version_order(after, backend.version) != 0):
-        raise PackageError('%s reported success, but the installed version is %s, not %s (check install_path and '
-                           'root)' % (what, after or 'unknown (no version file)', backend.version), result=run)
-    result.update(after=after, cmd=run.argv, stdout=run.stdout, stderr=run.stderr,
-                  reboot_required=reboot_after(component, action, run.stdout))
-    return result
 
 
 def main():
@@ -424,33 +338,15 @@ def main():
         required_together=[('install_username', 'install_usergroup')],
         supports_check_mode=True,
     )
-    # Absolute before anything looks at it: a bare file name is checked here but would be run through PATH.
-    path = os.path.abspath(module.params['path'])
-    if not os.path.isfile(path):
-        module.fail_json(msg='path: %s is not a file on the managed host' % path)
-    if module.params['lock_timeout'] < 0:
-        module.fail_json(msg='lock_timeout must be 0 (do not wait) or a number of seconds, not %d'
-                         % module.params['lock_timeout'])
-    runner = CommandRunner(module, module.params['timeout'])
-    options = dict((key, module.params[key]) for key in (
-        'component', 'install_path', 'install_username', 'install_usergroup', 'extra_args', 'root'))
-    lock = HostLock(host_lock_path(), 'ascend_package state=%s path=%s%s' % (
-        module.params['state'], path, ' (check mode)' if module.check_mode else ''))
     try:
-        backend = backend_for(path, runner, lambda name: find_executable(module, name, missing_hint=TOOL_HINTS[name]),
-                              options, host_architecture())
-        # What the file is first (it does not change while another run installs), so a bad file fails at once.
-        check_options(module, backend)
-        backend.inspect()
-        # Check mode waits too: a prediction read while another run installs would read a half-installed host.
-        with lock.held(module.params['lock_timeout']):
-            result = ensure(module, backend, runner)
+        path = package_path(module.params)
+        runner = CommandRunner(module, module.params['timeout'])
+        result = apply_package(module.params, path, runner,
+                               lambda name: find_executable(module, name, missing_hint=TOOL_HINTS[name]),
+                               module.warn, module.check_mode)
     except PackageError as error:
-        if error.result is not None:
-            runner.fail(error.result, error.msg, **error.extra)
-        module.fail_json(msg=error.msg, **error.extra)
-    result['changed'] = result['before'] != result['after']
-    result['diff'] = {'before': {'version': result['before']}, 'after': {'version': result['after']}}
+        command = failure_data(error.result) if error.result is not None else {}
+        module.fail_json(msg=error.msg, **dict(command, **error.extra))
     module.exit_json(**result)
 
 

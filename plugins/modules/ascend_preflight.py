@@ -240,236 +240,17 @@ summary:
 """
 
 import os
-import platform
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._ascend_files import (
-    NPU_GROUP,
-    NPU_USER,
-    RootFS,
-    read_driver,
-    read_install_record,
-    read_npu_account,
-    replace_undecodable,
-    scan_npu_devices,
-    system_group,
-    system_user,
-)
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._command import (
-    CommandRunner,
-    is_executable,
-)
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._npu_smi import (
-    describe_npu_smi_failure,
-    npu_smi_failure_hint,
-    parse_npu_smi_info,
-)
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._preflight import (
     CHECK_NAMES,
-    REQUIRED_TOOLS,
-    USEFUL_TOOLS,
     WARN,
-    check_architecture,
-    check_build_tools,
-    check_compatibility,
-    check_disk_space,
-    check_driver_version,
-    check_kernel_headers,
-    check_npu_devices,
-    check_npu_health,
-    check_npu_processes,
-    check_package_database,
-    check_package_states,
-    check_run_user,
+    selected_checks,
     summarize,
 )
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._warnings import WarningCap
-
-# Where the Ascend driver installs npu-smi; a remote PATH often lacks /usr/local/bin.
-NPU_SMI_FALLBACK_PATHS = ('/usr/local/bin/npu-smi', '/usr/local/sbin/npu-smi')
-DPKG_QUERY_FORMAT = '${db:Status-Abbrev} ${Package}\\n'
-VERSION_OPTIONS = ('vllm_ascend_version', 'vllm_version', 'cann_version', 'torch_version', 'torch_npu_version',
-                   'python_version')
-
-
-class Host:
-    """What the checks read of the host: files under root, sysfs, PATH and read-only commands, each read once."""
-
-    def __init__(self, module):
-        self.module = module
-        self.params = module.params
-        self.fs = RootFS(module.params['root'])
-        # Warnings of the files and outputs read; the module reports them when it ends.
-        self.warn = WarningCap()
-        self._runner = None
-        self._cache = {}
-
-    def _once(self, key, read):
-        if key not in self._cache:
-            self._cache[key] = read()
-        return self._cache[key]
-
-    def run(self, argv):
-        if self._runner is None:
-            self._runner = CommandRunner(self.module, self.params['timeout'])
-        return self._runner.run(argv)
-
-    def package_manager(self):
-        """('dpkg', dpkg path) on the Debian family, ('rpm', rpm path) on the openEuler family, else (None, None)."""
-        def find():
-            dpkg = self.module.get_bin_path('dpkg')
-            if dpkg and self.module.get_bin_path('dpkg-query'):
-                return 'dpkg', dpkg
-            rpm = self.module.get_bin_path('rpm')
-            return ('rpm', rpm) if rpm else (None, None)
-        return self._once('package_manager', find)
-
-    def npu_smi(self):
-        """{'found', 'failure', 'info'} of one ``npu-smi info`` run."""
-        return self._once('npu_smi', self._read_npu_smi)
-
-    def _read_npu_smi(self):
-        configured = self.params['npu_smi_path']
-        if configured and not is_executable(configured):
-            return {'found': True, 'failure': 'npu_smi_path: %s is not an executable file' % configured, 'info': None}
-        path = configured or self.module.get_bin_path('npu-smi') or next(
-            (candidate for candidate in NPU_SMI_FALLBACK_PATHS if is_executable(candidate)), None)
-        if not path:
-            return {'found': False, 'failure': None, 'info': None}
-        output = self.run([path, 'info'])
-        failed = {'found': True, 'info': None}
-        if output.rc != 0:
-            return dict(failed, failure=describe_npu_smi_failure('npu-smi info', output.rc, output.stdout,
-                                                                 output.stderr, output.timed_out))
-        parse_warnings = WarningCap()
-        info = parse_npu_smi_info(output.stdout, warn=parse_warnings)
-        # npu-smi may print a dcmi error and still exit 0; then the missing table is that error, not a parse problem.
-        if not info['chips'] and npu_smi_failure_hint(output.rc, output.stdout, output.stderr, output.timed_out):
-            return dict(failed, failure=describe_npu_smi_failure('npu-smi info', output.rc, output.stdout,
-                                                                 output.stderr, output.timed_out))
-        self.warn.extend(parse_warnings)
-        return {'found': True, 'failure': None, 'info': info}
-
-    def installed_driver(self):
-        """None without a driver, else {'version', 'source', 'compatible_firmware'}."""
-        def read():
-            record = read_install_record(self.fs, self.warn)
-            driver = read_driver(self.fs, record, self.warn)
-            if driver:
-                return {'version': driver['version'], 'source': self.fs.host_path(driver['version_info']),
-                        'compatible_firmware': driver['compatible_firmware']}
-            npu_smi = self.npu_smi()
-            if npu_smi['info'] and npu_smi['info']['driver_version']:
-                return {'version': npu_smi['info']['driver_version'], 'source': 'npu-smi info',
-                        'compatible_firmware': None}
-            return None
-        return self._once('installed_driver', read)
-
-
-def run_architecture(host):
-    return check_architecture(platform.machine(), host.params['expected_architecture'])
-
-
-def run_kernel_headers(host):
-    fs, release = host.fs, platform.release()
-    build = '/lib/modules/%s/build' % release
-    checked = [build, '/usr/src/linux-headers-%s' % release, '/usr/src/kernels/%s' % release]
-    found = [path for path in checked if fs.is_dir(path)]
-    broken = []
-    modules_dir = fs.resolve(os.path.dirname(build))
-    link = fs.host_path(modules_dir + '/build') if modules_dir else None
-    if not found and link and os.path.islink(link):
-        broken.append((build, os.readlink(link)))
-    others = [name for name in fs.listdir('/lib/modules') if fs.is_dir('/lib/modules/%s/build' % name)]
-    others += [name for name in fs.listdir('/usr/src/kernels') if fs.is_dir('/usr/src/kernels/' + name)]
-    others = [name for index, name in enumerate(others) if name != release and name not in others[:index]]
-    return check_kernel_headers(release, checked, found, others, broken, host.package_manager()[0])
-
-
-def run_build_tools(host):
-    found = dict((tool, host.module.get_bin_path(tool)) for tool, package in REQUIRED_TOOLS + USEFUL_TOOLS)
-    return check_build_tools(found, host.package_manager()[0])
-
-
-def run_package_database(host):
-    manager, path = host.package_manager()
-    if manager == 'dpkg':
-        return check_package_database(manager, host.run([path, '--audit']))
-    if manager == 'rpm':
-        return check_package_database(manager, host.run([path, '-Va', '--nofiles', '--nodigest', '--noscripts']))
-    return check_package_database(None, None)
-
-
-def run_package_states(host):
-    manager = host.package_manager()[0]
-    if manager == 'dpkg':
-        output = host.run([host.module.get_bin_path('dpkg-query'), '-W', '-f=' + DPKG_QUERY_FORMAT])
-        return check_package_states(manager, output)
-    return check_package_states(manager, None)
-
-
-def run_disk_space(host):
-    install_path = host.params['install_path']
-    checked = install_path
-    while checked != '/' and not host.fs.is_dir(checked):
-        checked = os.path.dirname(checked)
-    try:
-        stat = os.statvfs(host.fs.host_path(host.fs.resolve(checked) or checked))
-    except OSError as error:
-        return check_disk_space(install_path, checked, None, host.params['min_free_gb'], error=error.strerror or str(error))
-    return check_disk_space(install_path, checked, stat.f_bavail * stat.f_frsize, host.params['min_free_gb'])
-
-
-def run_run_user(host):
-    user_db = (system_user, system_group) if host.fs.root == '/' else None
-    account = read_npu_account(host.fs, host.warn, user_db)
-    return check_run_user(NPU_USER, NPU_GROUP, account['user'], account['group'])
-
-
-def run_npu_devices(host):
-    sysfs_path = host.params['sysfs_path']
-    sysfs = RootFS(sysfs_path)
-    scanned = os.path.join(sysfs_path, 'bus/pci/devices')
-    if not sysfs.is_dir('/bus/pci/devices'):
-        return check_npu_devices([], scanned, error='%s does not exist (a container without the host\'s sysfs?)' % scanned)
-    return check_npu_devices(scan_npu_devices(sysfs, host.warn), scanned)
-
-
-def run_npu_processes(host):
-    return check_npu_processes(host.npu_smi())
-
-
-def run_npu_health(host):
-    return check_npu_health(host.npu_smi())
-
-
-def run_driver_version(host):
-    return check_driver_version(host.installed_driver(), host.params['driver_version'], host.params['firmware_version'])
-
-
-def run_compatibility(host):
-    requested = dict((option, host.params[option]) for option in VERSION_OPTIONS)
-    if host.params['driver_version']:
-        return check_compatibility(requested, host.params['driver_version'], 'requested')
-    installed = host.installed_driver()
-    return check_compatibility(requested, installed['version'] if installed else None, 'installed')
-
-
-CHECKS = {
-    'architecture': run_architecture,
-    'kernel_headers': run_kernel_headers,
-    'build_tools': run_build_tools,
-    'package_database': run_package_database,
-    'package_states': run_package_states,
-    'disk_space': run_disk_space,
-    'run_user': run_run_user,
-    'npu_devices': run_npu_devices,
-    'npu_processes': run_npu_processes,
-    'npu_health': run_npu_health,
-    'driver_version': run_driver_version,
-    'compatibility': run_compatibility,
-}
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._preflight_host import run_checks
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._text import replace_undecodable
 
 
 def main():
@@ -503,12 +284,9 @@ def main():
         module.fail_json(msg='install_path: %s is not an absolute path' % module.params['install_path'])
     if module.params['min_free_gb'] < 0:
         module.fail_json(msg='min_free_gb: must be 0 or more, not %g' % module.params['min_free_gb'])
-    selected = module.params['checks'] if module.params['checks'] is not None else CHECK_NAMES
-    names = [name for name in CHECK_NAMES if name in selected and name not in module.params['skip_checks']]
-    host = Host(module)
-    checks = [CHECKS[name](host) for name in names]
+    checks, warnings = run_checks(module, selected_checks(module.params['checks'], module.params['skip_checks']))
     # The capped warnings of what was read first, then one per check that warns (at most one per check).
-    host.warn.emit(module.warn)
+    warnings.emit(module.warn)
     for item in checks:
         if item['status'] == WARN:
             module.warn('preflight %s: %s (fix: %s)' % (item['name'], item['message'], item['fix']))

@@ -263,67 +263,12 @@ from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._command impor
     find_executable,
 )
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._npu_smi import (
-    describe_npu_smi_failure,
-    npu_smi_failure_hint,
-    parse_npu_smi_info,
-    parse_npu_smi_key_values,
+    NPU_SMI_FALLBACK_PATHS,
+    NpuSmiFailure,
+    read_npu_smi_details,
+    read_npu_smi_info,
 )
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._warnings import WarningCap
-
-# Where the Ascend driver installs npu-smi; a remote PATH often lacks /usr/local/bin.
-NPU_SMI_FALLBACK_PATHS = ('/usr/local/bin/npu-smi', '/usr/local/sbin/npu-smi')
-
-
-class NpuSmiRunner:
-    """Runs npu-smi through the collection's command runner, failing the module with a hint on errors.
-
-    ``warnings`` is the module's WarningCap, reported before a failure too.
-    """
-
-    def __init__(self, module, warnings):
-        self._npu_smi = find_executable(module, 'npu-smi', module.params['npu_smi_path'], 'npu_smi_path',
-                                        NPU_SMI_FALLBACK_PATHS, missing_hint='install the Ascend NPU driver')
-        self._runner = CommandRunner(module, module.params['timeout'])
-        self._module = module
-        self._warnings = warnings
-
-    def run(self, *args):
-        """Run ``npu-smi ARGS``; fail the module unless it exits 0."""
-        result = self._runner.run([self._npu_smi] + list(args))
-        if result.rc != 0:
-            self.fail(result, args)
-        return result
-
-    def fail(self, result, args):
-        command = ' '.join(('npu-smi',) + tuple(args))
-        self._warnings.emit(self._module.warn)
-        self._runner.fail(result, describe_npu_smi_failure(command, result.rc, result.stdout, result.stderr,
-                                                           result.timed_out))
-
-
-def read_info(runner, warnings):
-    info = runner.run('info')
-    parse_warnings = WarningCap()
-    npu_smi = parse_npu_smi_info(info.stdout, warn=parse_warnings)
-    # npu-smi may print a dcmi error and still exit 0; then the missing table is that error, not a parse problem.
-    if not npu_smi['chips'] and npu_smi_failure_hint(info.rc, info.stdout, info.stderr, info.timed_out):
-        runner.fail(info, ('info',))
-    warnings.extend(parse_warnings)
-    return npu_smi
-
-
-def read_details(module, runner, npu_ids, warnings):
-    details = {}
-    for detail_type in module.params['details']:
-        details[detail_type] = []
-        for npu_id in npu_ids:
-            args = ('info', '-t', detail_type, '-i', str(npu_id))
-            run = runner.run(*args)
-            command = 'npu-smi ' + ' '.join(args)
-            sections = parse_npu_smi_key_values(
-                run.stdout, warn=lambda message, command=command: warnings('%s: %s' % (command, message)))
-            details[detail_type].append({'npu_id': npu_id, 'sections': sections})
-    return details
 
 
 def main():
@@ -337,14 +282,22 @@ def main():
         # npu-smi info only reads, so check mode runs it as well.
         supports_check_mode=True,
     )
+    npu_smi = find_executable(module, 'npu-smi', module.params['npu_smi_path'], 'npu_smi_path', NPU_SMI_FALLBACK_PATHS,
+                              missing_hint='install the Ascend NPU driver')
+    runner = CommandRunner(module, module.params['timeout'])
+
+    def run(args):
+        return runner.run([npu_smi] + args)
+
     warnings = WarningCap()
-    runner = NpuSmiRunner(module, warnings)
-    npu_smi = read_info(runner, warnings)
-    # An NPU with two chips (A3, 310P Duo) is listed twice; detail queries go once per NPU, in table order.
-    npu_ids = list(dict.fromkeys(chip['npu_id'] for chip in npu_smi['chips'] if chip['npu_id'] is not None))
-    npu_smi['details'] = read_details(module, runner, npu_ids, warnings)
+    try:
+        info = read_npu_smi_info(run, warnings)
+        info['details'] = read_npu_smi_details(run, module.params['details'], info, warnings)
+    except NpuSmiFailure as failure:
+        warnings.emit(module.warn)
+        runner.fail(failure.result, failure.msg)
     warnings.emit(module.warn)
-    module.exit_json(changed=False, npu_smi=npu_smi)
+    module.exit_json(changed=False, npu_smi=info)
 
 
 if __name__ == '__main__':

@@ -7,10 +7,9 @@
 """The roles refuse bad inputs before they change anything, naming the variable (issue 7, section 5).
 
 Each role's validation entry point (``include_role`` with ``tasks_from: validate``, which every role's
-``tasks/main.yml`` runs first) meets every case of this file. A run of ``ansible-playbook`` costs seconds, so all
-cases of a role run in ONE run: each case is a host of a generated inventory (this machine, through the local
-connection), and the results are read from the callback's JSON lines. The playbook only includes the validation
-tasks, in check mode, without become: they read ``/proc/sys/fs/nr_open`` and change nothing on this machine.
+``tasks/main.yml`` runs first) meets every case of this file, all cases of a role in one ``ansible-playbook`` run
+(role_harness.py). The playbook only includes the validation tasks, in check mode, without become: they read
+``/proc/sys/fs/nr_open`` and change nothing on this machine.
 """
 
 from __future__ import annotations
@@ -18,15 +17,13 @@ from __future__ import annotations
 import json
 import os
 import re
-import subprocess
-import sys
 
 import pytest
 import yaml
 
-from ansible_collections.kunpeng_ascend.vllm.tests.unit.plugins.module_utils.fixtures import fixture_text
-
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+from ansible_collections.kunpeng_ascend.vllm.tests.helpers import load_fixture
+from ansible_collections.kunpeng_ascend.vllm.tests.unit.roles import role_harness
+from ansible_collections.kunpeng_ascend.vllm.tests.unit.roles.role_harness import REPO
 ROLES = ('os_tuning', 'npu_driver', 'cann', 'package_fetch')
 CONTROL_CHARACTERS = ('\n', '\r', '\t', '\x00', '\x1b', '\x7f')
 
@@ -38,8 +35,10 @@ KERNELS = PACKAGES + 'Ascend-cann-kernels-910b_8.1.RC1_linux-aarch64.run'
 NNAL = PACKAGES + 'Ascend-cann-nnal_8.1.RC1_linux-aarch64.run'
 CHECKSUM = 'sha256:' + '9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08'
 URL_SOURCE = {'url': 'https://example.invalid/ascend/Ascend-cann-toolkit_8.1.RC1_linux-aarch64.run', 'checksum': CHECKSUM}
+MISSING = object()
 
-# Values that pass, on top of the role defaults (the inputs the roles require have none).
+# Values that pass, on top of the role defaults (the inputs the roles require have none). A case drops one of them by
+# giving it the value MISSING.
 GOOD = {
     'os_tuning': {},
     'npu_driver': {
@@ -59,7 +58,11 @@ GOOD = {
     'package_fetch': {'package_fetch_source': URL_SOURCE},
 }
 
-# One source per field of a package source, for the dict options whose spec lists those fields.
+# The variables that hold a package source: package_fetch's validate entry point checks each (the one place the
+# rule "one of src, path or url; url needs checksum" is declared).
+PACKAGE_SOURCES = ('npu_driver_driver_package', 'npu_driver_firmware_package', 'cann_toolkit_package', 'cann_nnal_package',
+                   'package_fetch_source')
+# One source per field of a package source.
 SOURCE_WITH = {'src': {'src': 'files/' + os.path.basename(DRIVER)}, 'path': {'path': DRIVER}, 'url': URL_SOURCE, 'checksum': URL_SOURCE}
 
 # Dict options without sub-options in the spec: each string they hold, as a function of the character to put in it.
@@ -101,8 +104,8 @@ def string_inputs(role):
             inputs.append((name, lambda char, sample=sample: sample + char))
         elif kind == 'list' and spec.get('elements') == 'str':
             inputs.append((name, lambda char: ['numactl' + char]))
-        elif kind == 'dict' and spec.get('options'):
-            for field in sorted(spec['options']):
+        elif kind == 'dict' and name in PACKAGE_SOURCES:
+            for field in sorted(SOURCE_WITH):
                 source = SOURCE_WITH[field]
                 inputs.append((name, lambda char, source=source, field=field: dict(source, **{field: source[field] + char})))
         elif kind == 'dict':
@@ -112,8 +115,8 @@ def string_inputs(role):
 
 
 def fixture_version(name, pattern=r'^\s*[Vv]ersion=(\S+)$'):
-    """The first version ``pattern`` finds in a captured version file of tests/unit/fixtures/ascend_files/."""
-    return re.search(pattern, fixture_text('ascend_files', name), re.MULTILINE).group(1)
+    """The first version ``pattern`` finds in a captured version file of tests/fixtures/."""
+    return re.search(pattern, load_fixture(name), re.MULTILINE).group(1)
 
 
 def nr_open():
@@ -219,10 +222,16 @@ CASES = {
     'npu_driver_package_dir relative': ('npu_driver', {'npu_driver_package_dir': 'cache'}, [ABSOLUTE % ('npu_driver_package_dir', '"cache"')]),
     "npu_driver_driver_package={'path': 5}": ('npu_driver', {'npu_driver_driver_package': {'path': 5}}, [
         'npu_driver_driver_package.path must be an absolute path of a file on the host (not ending in /) without control characters; got 5']),
-    'npu_driver_driver_package default {}': ('npu_driver', {'npu_driver_driver_package': {}}, [
-        SPEC_FAILED + 'one of the following is required: src, path, url found in npu_driver_driver_package']),
+    'npu_driver_driver_package {}': ('npu_driver', {'npu_driver_driver_package': {}}, [
+        ONE_SOURCE % (('npu_driver_driver_package',) * 3 + ('{}',))]),
     'npu_driver_driver_package path and url': ('npu_driver', {'npu_driver_driver_package': {'path': DRIVER, 'url': URL_SOURCE['url']}}, [
-        SPEC_FAILED + 'parameters are mutually exclusive: src|path|url found in npu_driver_driver_package']),
+        ONE_SOURCE % (('npu_driver_driver_package',) * 3 + (json.dumps({'path': DRIVER, 'url': URL_SOURCE['url']}),))]),
+    'npu_driver without the packages and versions it requires': ('npu_driver', {
+        'npu_driver_version': MISSING, 'npu_driver_firmware_version': MISSING, 'npu_driver_driver_package': MISSING,
+        'npu_driver_firmware_package': MISSING}, [
+        SPEC_FAILED + 'missing required arguments: npu_driver_driver_package, npu_driver_firmware_package, npu_driver_firmware_version,'
+        ' npu_driver_version']),
+    'npu_driver_version a YAML number': ('npu_driver', {'npu_driver_version': 24.1}, [DRIVER_VERSION % '24.1']),
     'npu_driver_firmware_package url without checksum': ('npu_driver', {'npu_driver_firmware_package': {'url': URL_SOURCE['url']}}, [
         ONE_SOURCE % (('npu_driver_firmware_package',) * 3 + (json.dumps({'url': URL_SOURCE['url']}),))]),
     # cann
@@ -233,6 +242,7 @@ CASES = {
         None),
     'cann a CANN 8.5 toolkit version': ('cann', {'cann_version': fixture_version('ascend_toolkit_install.info_cann8.5.0_from_issue4930.txt')}, None),
     'cann kernels keyed 910': ('cann', {'cann_kernels_package': {910: {'path': KERNELS}}}, None),
+    'cann without cann_version': ('cann', {'cann_version': MISSING}, [SPEC_FAILED + 'missing required arguments: cann_version']),
     'cann_accept_eula=false': ('cann', {'cann_accept_eula': False}, [
         "The CANN packages are licensed under Huawei's End User License Agreement: read it and set cann_accept_eula: true to install them."]),
     "cann_version='8.1.RC1; reboot'": ('cann', {'cann_version': '8.1.RC1; reboot'}, [
@@ -260,6 +270,8 @@ CASES = {
         ONE_SOURCE % (('package_fetch_source',) * 3 + (json.dumps(dict(URL_SOURCE, checksum=None), sort_keys=True),))]),
     'package_fetch a misspelt key': ('package_fetch', {'package_fetch_source': {'pth': DRIVER}}, [
         ONE_SOURCE % (('package_fetch_source',) * 3 + (json.dumps({'pth': DRIVER}),))]),
+    'package_fetch without a source': ('package_fetch', {'package_fetch_source': MISSING}, [
+        SPEC_FAILED + 'missing required arguments: package_fetch_source']),
     'package_fetch source not a dict': ('package_fetch', {'package_fetch_source': 'path=' + DRIVER}, [
         ONE_SOURCE % (('package_fetch_source',) * 3 + (json.dumps('path=' + DRIVER),))]),
 }
@@ -280,54 +292,10 @@ def control_cases():
 CONTROL_CASES = control_cases()
 
 
-def run_validation(tmp_path, role, cases):
-    """Run ``cases`` (a list of variable dicts) through ``role``'s validation; return one result each: {'accepted': True}
-    or {'accepted': False, 'messages': the messages of the task that refused}.
-
-    Each case is a host of the inventory (all of them this machine through the local connection) with its variables
-    as host variables: one play validates them all, and Ansible loads the role's tasks once for all of them. A case
-    that fails leaves the play; the others report that they got through."""
-    inventory = {'all': {
-        'vars': {'ansible_connection': 'local', 'ansible_python_interpreter': sys.executable},
-        'hosts': {'case%d' % index: dict(GOOD[role], **variables) for index, variables in enumerate(cases)},
-    }}
-    play = {
-        'name': 'Validate the inputs of ' + role,
-        'hosts': 'all',
-        'gather_facts': False,
-        'check_mode': True,
-        'tasks': [
-            {'name': 'Run the validation of ' + role, 'ansible.builtin.include_role': {'name': 'kunpeng_ascend.vllm.' + role, 'tasks_from': 'validate'}},
-            {'name': 'Report the inputs accepted', 'ansible.builtin.debug': {'msg': 'accepted'}},
-        ],
-    }
-    (tmp_path / 'inventory.yml').write_text(yaml.safe_dump(inventory, width=1000), encoding='utf-8')
-    (tmp_path / 'validate.yml').write_text(yaml.safe_dump([play], width=1000), encoding='utf-8')
-    env = dict(os.environ,
-               ANSIBLE_COLLECTIONS_PATH=os.path.join(REPO, '.cache'),
-               ANSIBLE_HOME=str(tmp_path / 'ansible-home'),
-               ANSIBLE_LOCAL_TEMP=str(tmp_path / 'ansible-local'),
-               ANSIBLE_REMOTE_TEMP=str(tmp_path / 'ansible-remote'),
-               ANSIBLE_STDOUT_CALLBACK='ansible.builtin.default',
-               ANSIBLE_CALLBACK_RESULT_FORMAT='json',
-               ANSIBLE_CALLBACK_FORMAT_PRETTY='0',
-               ANSIBLE_NOCOLOR='1',
-               ANSIBLE_RETRY_FILES_ENABLED='0')
-    ansible_playbook = os.path.join(os.path.dirname(sys.executable), 'ansible-playbook')
-    run = subprocess.run([ansible_playbook, '-i', 'inventory.yml', '--check', 'validate.yml'], cwd=str(tmp_path), env=env,
-                         capture_output=True, text=True, check=False)
-    # The default callback, one JSON result a line: 'fatal: [case3]: FAILED! => {...}' for a task, 'failed: [case3]
-    # (item=...) => {...}' for each failed item of a loop, 'ok: [case3] => {"msg": "accepted"}' at the end.
-    messages, accepted = {}, set()
-    for line in run.stdout.splitlines():
-        failure = re.match(r'(?:fatal: \[(case\d+)\]: FAILED!|failed: \[(case\d+)\] \(item=.*?\)) => (\{.*\})$', line)
-        if failure:
-            messages.setdefault(failure.group(1) or failure.group(2), []).append(json.loads(failure.group(3))['msg'])
-        elif re.match(r'ok: \[(case\d+)\] => \{"msg": "accepted"\}$', line):
-            accepted.add(line.split('[', 1)[1].split(']', 1)[0])
-    names = ['case%d' % index for index in range(len(cases))]
-    assert not accepted & set(messages) and accepted | set(messages) == set(names), run.stdout[-5000:] + run.stderr[-5000:]
-    return [{'accepted': True} if name in accepted else {'accepted': False, 'messages': messages[name]} for name in names]
+def host_variables(role, variables):
+    """GOOD for ``role`` with the case's variables on top, without those the case sets to MISSING."""
+    merged = dict(GOOD.get(role, {}), **variables)
+    return {name: value for name, value in merged.items() if value is not MISSING}
 
 
 @pytest.fixture(scope='module')
@@ -337,7 +305,7 @@ def results(tmp_path_factory):
     for role in ROLES:
         named = [(name, variables) for name, (case_role, variables, dummy) in list(CASES.items()) + list(CONTROL_CASES.items())
                  if case_role == role]
-        ran = run_validation(tmp_path_factory.mktemp(role), role, [variables for dummy, variables in named])
+        ran = role_harness.run_play(tmp_path_factory.mktemp(role), role, [host_variables(role, variables) for dummy, variables in named])
         outcomes.update(zip([name for name, dummy in named], ran))
     return outcomes
 
@@ -371,12 +339,3 @@ def test_control_character_cases_cover_what_lands_in_files():
             spec = role_spec(role)
             assert used <= set(spec), template
             assert {name for name in used if spec[name].get('type', 'str') in ('str', 'path', 'list', 'dict')} <= covered, template
-
-
-@pytest.mark.parametrize('role', ['os_tuning', 'npu_driver', 'cann'])
-def test_validation_comes_before_any_change(role):
-    """tasks/main.yml starts with the validation, under every tag."""
-    with open(os.path.join(REPO, 'roles', role, 'tasks', 'main.yml'), encoding='utf-8') as main:
-        first = yaml.safe_load(main)[0]
-    assert first['ansible.builtin.import_tasks'] == 'validate.yml'
-    assert 'always' in first['tags']

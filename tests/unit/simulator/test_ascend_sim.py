@@ -5,7 +5,7 @@
 
 The program runs as a subprocess through symlinks named npu-smi / hccn_tool, with
 ASCEND_SIM_ROOT / ASCEND_SIM_STATE / ASCEND_SIM_LOG inside tmp_path. Its output is
-compared with real captures kept under fixtures/ (SOURCE line on top, verbatim text
+compared with real captures kept under tests/fixtures/ (SOURCE line on top, verbatim text
 after the '---' line).
 """
 
@@ -22,16 +22,10 @@ from pathlib import Path
 
 import pytest
 
+from ansible_collections.kunpeng_ascend.vllm.tests.helpers import load_fixture
+
 HERE = Path(__file__).resolve().parent
 SIM = HERE.parents[1] / "simulator" / "ascend-sim"
-FIXTURES = HERE / "fixtures"
-
-
-def sample(name):
-    """The verbatim part of a fixture (after its SOURCE/NOTE header and '---')."""
-    text = (FIXTURES / name).read_text(encoding="utf-8")
-    assert text.startswith("SOURCE: ")
-    return text.split("\n---\n", 1)[1]
 
 
 def load_module():
@@ -129,7 +123,7 @@ def test_910b4_single_chip_matches_real_capture(sim):
     sim.write_state(state)
     result = sim.run("npu-smi", "info")
     assert result.returncode == 0
-    assert result.stdout == sample("npu-smi-info_910B4_24.1.rc1_1npu_noproc_fastllm-doc.txt")
+    assert result.stdout == load_fixture("npu-smi-info_910B4_24.1.rc1_1npu_noproc_fastllm-doc.txt")
 
 
 def test_a3_default_state_matches_real_capture(sim):
@@ -137,7 +131,7 @@ def test_a3_default_state_matches_real_capture(sim):
     sim.init("a3-16")
     result = sim.run("npu-smi", "info")
     assert result.returncode == 0
-    assert result.stdout == sample("npu-smi-info_A3-Ascend910_24.1.rc3.7_16chip_noproc.txt")
+    assert result.stdout == load_fixture("npu-smi-info_A3-Ascend910_24.1.rc3.7_16chip_noproc.txt")
 
 
 def test_310p_duo_with_processes_matches_real_capture(sim):
@@ -150,7 +144,7 @@ def test_310p_duo_with_processes_matches_real_capture(sim):
             ' {"npu_id": 5, "chip_id": 0, "pid": 917047, "name": "mindie_llm_backend", "memory_mb": 101}]')
     result = sim.run("npu-smi", "info")
     assert result.returncode == 0
-    assert result.stdout == sample("npu-smi-info_310P3-Duo_25.2.0_4card-2chip_procs.txt")
+    assert result.stdout == load_fixture("npu-smi-info_310P3-Duo_25.2.0_4card-2chip_procs.txt")
 
 
 def test_910b3_busy_with_nameless_processes_matches_real_capture(sim):
@@ -168,7 +162,7 @@ def test_910b3_busy_with_nameless_processes_matches_real_capture(sim):
                            "memory_mb": 56374 if i == 5 else 56373} for i in range(8)]
     sim.write_state(state)
     result = sim.run("npu-smi", "info")
-    assert result.stdout == sample("npu-smi-info_910B3_25.0.rc1.b010_8npu_8procs_busy.txt")
+    assert result.stdout == load_fixture("npu-smi-info_910B3_25.0.rc1.b010_8npu_8procs_busy.txt")
 
 
 @pytest.mark.parametrize("profile,fixture,width", [
@@ -180,7 +174,7 @@ def test_default_profiles_have_the_real_structure(sim, profile, fixture, width):
     sim.driver("24.1.rc1")
     state = sim.init(profile)
     out = sim.run("npu-smi", "info").stdout
-    real = sample(fixture)
+    real = load_fixture(fixture)
     lines, real_lines = out.splitlines(), real.splitlines()
     assert out.endswith("\n")
     assert {len(line) for line in lines} == {width}
@@ -211,8 +205,8 @@ def test_health_power_and_version_overrides(sim):
 def test_card_list_and_chip_mapping_match_real_captures(sim):
     sim.driver()
     sim.init("910b-8")
-    assert sim.run("npu-smi", "info", "-l").stdout == sample("npu-smi-info-l_910B4_8npu_atlas800IA2.txt")
-    assert sim.run("npu-smi", "info", "-m").stdout == sample("npu-smi-info-m_910B4_8npu_with-mcu_atlas800IA2.txt")
+    assert sim.run("npu-smi", "info", "-l").stdout == load_fixture("npu-smi-info-l_910B4_8npu_atlas800IA2.txt")
+    assert sim.run("npu-smi", "info", "-m").stdout == load_fixture("npu-smi-info-m_910B4_8npu_with-mcu_atlas800IA2.txt")
 
 
 def test_card_list_multi_chip_profiles(sim):
@@ -228,7 +222,7 @@ def test_card_list_multi_chip_profiles(sim):
 def test_info_help_matches_real_capture(sim):
     sim.driver()
     sim.init()
-    real = sample("npu-smi-info-h_help_23.0.rc2.txt").split("\n", 1)[1]
+    real = load_fixture("npu-smi-info-h_help_23.0.rc2.txt").split("\n", 1)[1]
     result = sim.run("npu-smi", "info", "-h")
     assert result.returncode == 0 and result.stdout == real
 
@@ -237,7 +231,7 @@ def test_t_usages_matches_real_capture(sim):
     sim.driver()
     sim.init("910b-8")
     sim.set("chips.0.hbm_used=2700")
-    real = sample("npu-smi-info-t-usages_910B1_npu0.txt").split("\n", 1)[1]
+    real = load_fixture("npu-smi-info-t-usages_910B1_npu0.txt").split("\n", 1)[1]
     result = sim.run("npu-smi", "info", "-t", "usages", "-i", "0")
     assert result.returncode == 0 and result.stdout == real
 
@@ -246,13 +240,13 @@ def test_t_memory_matches_real_capture(sim):
     sim.driver()
     sim.init("910b-8")
     sim.set("chips.1.hbm_total=32768", "chips.1.hbm_temp_c=35")
-    real = sample("npu-smi-info-t-memory_910B_npu1.txt").split("\n", 1)[1]
+    real = load_fixture("npu-smi-info-t-memory_910B_npu1.txt").split("\n", 1)[1]
     assert sim.run("npu-smi", "info", "-t", "memory", "-i", "1").stdout == real
 
 
 def test_t_board_chip_blocks_start_like_real_captures(sim):
     a2_real, a3_real = [block.splitlines()[1:] for block in
-                        sample("npu-smi-info-t-board-c0_A2-910B4_vs_A3-9392_doc-abridged.txt").split("\n\n")]
+                        load_fixture("npu-smi-info-t-board-c0_A2-910B4_vs_A3-9392_doc-abridged.txt").split("\n\n")]
     sim.driver()
     sim.init("910b-8")
     out = sim.run("npu-smi", "info", "-t", "board", "-i", "0", "-c", "0").stdout.splitlines()
@@ -277,7 +271,7 @@ def test_t_board_reports_driver_and_firmware_versions(sim):
 def test_t_common_has_the_real_keys(sim):
     sim.driver()
     sim.init("910b-8")
-    real = sample("npu-smi-info-t-common_910B1_npu1_with-mcu.txt").splitlines()[1:]
+    real = load_fixture("npu-smi-info-t-common_910B1_npu1_with-mcu.txt").splitlines()[1:]
     out = sim.run("npu-smi", "info", "-t", "common", "-i", "1").stdout.splitlines()
 
     def keys(lines):
@@ -356,7 +350,7 @@ def test_missing_driver_fails_like_dcmi_init(sim):
     sim.init()
     result = sim.run("npu-smi", "info")
     assert result.returncode == 1
-    assert result.stdout == sample("npu-smi-error_dcmi-8005_user-not-in-HwHiAiUser.txt")
+    assert result.stdout == load_fixture("npu-smi-error_dcmi-8005_user-not-in-HwHiAiUser.txt")
     sim.set("driver_version=24.1.rc1")  # an override needs no version.info
     assert sim.run("npu-smi", "info").returncode == 0
 
@@ -367,7 +361,7 @@ def test_fault_dcmi_8005(sim):
     sim.set("fault=dcmi-8005")
     result = sim.run("npu-smi", "info")
     assert result.returncode == 1
-    assert result.stdout == sample("npu-smi-error_dcmi-8005_user-not-in-HwHiAiUser.txt")
+    assert result.stdout == load_fixture("npu-smi-error_dcmi-8005_user-not-in-HwHiAiUser.txt")
     sim.set("fault_rc=187")
     assert sim.run("npu-smi", "info", "-l").returncode == 187
 
@@ -445,7 +439,7 @@ def test_group_denial_prints_the_real_8005_text(sim, monkeypatch):
     monkeypatch.setattr(mod, "permission_denied", lambda st: bool(st.get("require_group")))
     rc, out, err = mod.run_npu_smi(["info"], state)
     assert rc == 1 and err == ""
-    assert out == sample("npu-smi-error_dcmi-8005_user-not-in-HwHiAiUser.txt")
+    assert out == load_fixture("npu-smi-error_dcmi-8005_user-not-in-HwHiAiUser.txt")
 
 
 def test_require_group_does_not_affect_root(sim):
@@ -461,7 +455,7 @@ def test_require_group_does_not_affect_root(sim):
 def write_hccn_conf(sim):
     conf = sim.root / "etc/hccn.conf"
     conf.parent.mkdir(parents=True, exist_ok=True)
-    conf.write_text(sample("hccn.conf_8npu_address-netmask-only.txt").split("\n", 1)[1])
+    conf.write_text(load_fixture("hccn.conf_8npu_address-netmask-only.txt").split("\n", 1)[1])
     return conf
 
 
@@ -483,7 +477,7 @@ def test_hccn_ip_set_persists_and_get_matches_real_capture(sim):
     after = conf.read_text().splitlines()
     assert "address_3=10.20.11.24" in after and "address_3=10.20.11.14" not in after
     assert len(after) == len(before)
-    real = [l for l in sample("hccn_tool-i3-ip-g_route-g_gt-prompt.txt").splitlines()
+    real = [l for l in load_fixture("hccn_tool-i3-ip-g_route-g_gt-prompt.txt").splitlines()
             if l.startswith(("ipaddr:", "netmask:"))]
     assert sim.run("hccn_tool", "-i", "3", "-ip", "-g").stdout.splitlines() == real
 
@@ -530,7 +524,7 @@ def test_hccn_link_and_net_health(sim):
 def test_hccn_ping_matches_real_capture(sim):
     sim.init()
     write_hccn_conf(sim)
-    real = sample("hccn_tool-i3-ping-g_10.20.11.16.txt").split("\n", 1)[1]
+    real = load_fixture("hccn_tool-i3-ping-g_10.20.11.16.txt").split("\n", 1)[1]
     result = sim.run("hccn_tool", "-i", "3", "-ping", "-g", "address", "10.20.11.16")
     assert result.returncode == 0 and result.stdout == real
 
@@ -550,7 +544,7 @@ def test_hccn_ping_unreachable_then_reachable(sim):
 
 def test_hccn_device_out_of_range_matches_real_capture(sim):
     sim.init("910b-8")
-    real = sample("hccn_tool_ip-set_errors_310_device-id-out-of-range.txt").splitlines()[1:4]
+    real = load_fixture("hccn_tool_ip-set_errors_310_device-id-out-of-range.txt").splitlines()[1:4]
     expected = "".join(line[4:] + "\n" for line in real)
     for args in (["-i", "8", "-ip", "-s", "address", "10.45.0.9", "netmask", "255.255.255.0"],
                  ["-i", "2048", "-ip", "-g"]):

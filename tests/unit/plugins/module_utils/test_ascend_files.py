@@ -4,19 +4,16 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
 
-"""The Ascend file parsers against real samples (tests/unit/fixtures/ascend_files, each naming its source), and
-the readers against fake roots and sysfs trees built in tmp_path."""
+"""The Ascend file parsers against real samples (tests/fixtures/, each naming its source), and the readers against
+fake roots and sysfs trees built in tmp_path."""
 
 from __future__ import annotations
 
 import errno
 import os
-import signal
-from contextlib import contextmanager
 
 import pytest
 
-from ansible_collections.kunpeng_ascend.vllm.tests.unit.plugins.module_utils.fixtures import fixture_text
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils import _ascend_files
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._ascend_files import (
     MAX_CPUS,
@@ -51,9 +48,17 @@ from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._ascend_files 
     read_nnal,
     read_npu_account,
     read_toolkit,
-    replace_undecodable,
     scan_npu_devices,
     version_cfg_version,
+)
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._version import version_in_range
+from ansible_collections.kunpeng_ascend.vllm.tests.helpers import (
+    UNREADABLE_KINDS,
+    deny_directory,
+    fails_after,
+    load_fixture,
+    make_tree,
+    plant,
 )
 
 
@@ -72,27 +77,9 @@ CFG_ENTRY = [{'inner_version': '7.6.T13.0.B094', 'version': '8.0.T63'}]
 CFG_COMPONENTS = ('runtime', 'compiler', 'hccl', 'opp', 'toolkit', 'aoe', 'ncs', 'opp_kernel')
 
 
-def load_fixture(name):
-    return fixture_text('ascend_files', name)
-
-
 def parse(parser, text, source='F', **kwargs):
     warnings = []
     return parser(text, source, warnings.append, **kwargs), warnings
-
-
-def make_tree(top, files=None, links=None):
-    """Files (path -> text) and symlinks (path -> target) under ``top``; paths are absolute on the fake system."""
-    for path, text in (files or {}).items():
-        full = os.path.join(str(top), path.lstrip('/'))
-        os.makedirs(os.path.dirname(full), exist_ok=True)
-        with open(full, 'w', encoding='utf-8') as handle:
-            handle.write(text)
-    for path, target in (links or {}).items():
-        full = os.path.join(str(top), path.lstrip('/'))
-        os.makedirs(os.path.dirname(full), exist_ok=True)
-        os.symlink(target, full)
-    return str(top)
 
 
 def npu_sysfs_files(bus_id, device='0xd802', numa_node='0', vendor='0x19e5', pci_class='0x120000'):
@@ -198,6 +185,28 @@ def test_driver_without_a_version_line():
     assert (driver['version'], driver['compatible_versions'], driver['values']) == (None, None, {})
     assert warnings == ['F line 1: not a "key=value" line, ignored: \'garbage\'',
                         'F: no Version= line, the version is returned as null']
+
+
+@pytest.mark.parametrize('value, ranges', [
+    ('[7.0.0,7.2.99]', [{'min': '7.0.0', 'max': '7.2.99'}]),
+    ('[23.0.rc3,23.0.rc3.],[23.0.0,23.0.0.]', [{'min': '23.0.rc3', 'max': '23.0.rc3.'}, {'min': '23.0.0', 'max': '23.0.0.'}]),
+    ('', []),
+    ('7.0.0,7.2.99', None),
+    ('[7.0.0]', None),
+    ('[7.0.0,7.2.99] junk', None),
+])
+def test_compatible_firmware_ranges(value, ranges):
+    driver, warnings = parse(parse_driver_version_info, 'Version=24.1.rc1\ncompatible_version_fw=%s\n' % value)
+    assert driver['compatible_firmware'] == ranges
+    assert len(warnings) == (1 if ranges is None else 0)
+
+
+def test_compatible_firmware_ranges_of_other_text_are_read_as_written_and_cannot_be_compared():
+    """The range is data until it is compared: a bound that is not a version is what the comparison refuses."""
+    driver, warnings = parse(parse_driver_version_info, 'Version=24.1.rc1\ncompatible_version_fw=[a,b]\n')
+    assert (driver['compatible_firmware'], warnings) == ([{'min': 'a', 'max': 'b'}], [])
+    with pytest.raises(ValueError, match="'a' is not a version"):
+        version_in_range('7.1.0', 'a', 'b')
 
 
 def test_firmware_sample():
@@ -490,20 +499,6 @@ def test_rootfs_read(tmp_path):
     ]
 
 
-@contextmanager
-def fails_after(seconds):
-    """Make a read that blocks (as opening a FIFO without a writer does) fail the test instead of hanging it."""
-    def expired(_signum, _frame):
-        raise AssertionError('still blocked after %d seconds' % seconds)
-    previous = signal.signal(signal.SIGALRM, expired)
-    signal.alarm(seconds)
-    try:
-        yield
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, previous)
-
-
 def test_rootfs_never_opens_a_fifo_or_a_device(tmp_path):
     os.mkfifo(str(tmp_path / 'fifo'))
     warnings = []
@@ -563,21 +558,6 @@ def deny_file(monkeypatch, denied_path):
     monkeypatch.setattr(os, 'open', fake_open)
 
 
-def deny_directory(monkeypatch, denied_dir):
-    """Make one host directory behave as one without read and search permission: it can be looked at, but not
-    listed, and nothing in it can be looked at or opened."""
-    def denying(real, denies):
-        def fake(path, *args, **kwargs):
-            if denies(str(path)):
-                raise PermissionError(errno.EACCES, 'Permission denied', path)
-            return real(path, *args, **kwargs)
-        return fake
-    below = denied_dir.rstrip('/') + '/'
-    for name in ('stat', 'lstat', 'open'):
-        monkeypatch.setattr(os, name, denying(getattr(os, name), lambda path: path.startswith(below)))
-    monkeypatch.setattr(os, 'listdir', denying(os.listdir, lambda path: path == denied_dir or path.startswith(below)))
-
-
 def test_rootfs_in_a_directory_that_cannot_be_searched(tmp_path, monkeypatch):
     root = make_tree(tmp_path, {'/secret/file': 'x\n', '/secret/sub/file': 'y\n'})
     deny_directory(monkeypatch, os.path.join(root, 'secret'))
@@ -603,29 +583,6 @@ def test_unreadable_driver_file_is_null_with_a_warning(tmp_path, monkeypatch):
 
 
 DRIVER_VERSION_INFO = '/usr/local/Ascend/driver/version.info'
-
-
-def plant(monkeypatch, root, path, kind):
-    """Put at ``path`` of the fake system something that is there but is no readable regular file; returns the
-    warning that names it."""
-    host = os.path.join(root, path.lstrip('/'))
-    os.makedirs(os.path.dirname(host), exist_ok=True)
-    if kind == 'directory':
-        os.mkdir(host)
-        return '%s: a directory, not a regular file; it is not read' % host
-    if kind == 'fifo':
-        os.mkfifo(host)
-        return '%s: a FIFO (named pipe), not a regular file; it is not read' % host
-    if kind == 'link loop':
-        os.symlink(os.path.basename(host), host)
-        return '%s: a symbolic link loop; it is not read' % host
-    with open(host, 'w', encoding='utf-8') as handle:
-        handle.write('Version=24.1.rc1\nDriver_Install_Path_Param=/usr/local/Ascend\n')
-    deny_directory(monkeypatch, os.path.dirname(host))
-    return '%s: cannot be looked at: Permission denied; it is not read' % host
-
-
-UNREADABLE_KINDS = ['directory', 'fifo', 'link loop', 'in an unreadable directory']
 
 
 @pytest.mark.parametrize('kind', UNREADABLE_KINDS)
@@ -1124,15 +1081,6 @@ def test_sysfs_files_that_cannot_be_read_never_block(tmp_path, monkeypatch):
     with fails_after(5):
         assert scan_npu_devices(RootFS(root), warnings.append) == [npu('0000:01:00.0', None, None, None)]
     assert warnings == expected
-
-
-def test_names_that_are_not_utf8_are_made_printable():
-    name = os.fsdecode(b'8.0.\xff')
-    assert name == '8.0.\udcff'
-    assert replace_undecodable({name: [name, {'path': '/a/' + name}], 'n': 1, 'none': None}) == \
-        {'8.0.\ufffd': ['8.0.\ufffd', {'path': '/a/8.0.\ufffd'}], 'n': 1, 'none': None}
-    assert replace_undecodable('\ud800x') == '?x'  # a surrogate that stands for no byte
-    assert replace_undecodable('caf\u00e9') == 'caf\u00e9'
 
 
 # --- HwHiAiUser -----------------------------------------------------------------------------------------------------

@@ -4,35 +4,38 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
 
-"""The Ascend package helpers: versions, file names, version files (real captures in tests/unit/fixtures/installer,
-each naming its source), installer output and logs, the checks of package files and the host-wide lock."""
+"""The Ascend package helpers: versions, file names, version files (real captures in tests/fixtures/, each naming
+its source), installer output and logs, the checks of package files, the backends' contract, the host-wide lock and
+the decisions of one ascend_package task."""
 
 from __future__ import annotations
 
 import os
 import re
-import shutil
 import subprocess
 import time
 
 import pytest
 
-from ansible_collections.kunpeng_ascend.vllm.tests.unit.plugins.module_utils.fixtures import fixture_text
-from ansible_collections.kunpeng_ascend.vllm.tests.unit.plugins.module_utils.lock_holder import LockHolder, held_by
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils import _ascend_packages
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._ascend_packages import (
+    Command,
     HostLock,
     InstalledRun,
     InstallLog,
+    PackageBackend,
     PackageError,
     RunPackage,
     check_deb_layout,
+    check_eula,
     check_makeself_header,
+    check_options,
     component_of_package_name,
+    ensure,
     error_lines,
     failure_message,
     host_lock_path,
-    normalise_arch,
+    package_path,
     parse_any_run_name,
     parse_package_file_name,
     plan_action,
@@ -41,6 +44,17 @@ from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._ascend_packag
     reboot_after,
     says_reboot_needed,
     version_order,
+)
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._command import CommandResult
+from ansible_collections.kunpeng_ascend.vllm.tests.helpers import (
+    DEB_MEMBERS,
+    MAKESELF_HEADER,
+    MAKESELF_PAYLOAD_BYTES,
+    LockHolder,
+    ar_archive,
+    held_by,
+    load_fixture,
+    makeself_archive,
 )
 
 
@@ -52,30 +66,6 @@ FIRMWARE_CHECK_AND_FULL = 'installer_firmware-910-6.3.0.1.241_check-and-full.txt
 FIRMWARE_CHECK = 'installer_firmware-910b-7.7.0.1.231_check.txt'
 TOOLKIT_OK = 'installer_cann-toolkit-6.3.RC1_install-success_summary.txt'
 TOOLKIT_DEB_NO_PYTHON = 'installer_cann-toolkit-deb_error_no-python_dpkg.txt'
-# The header of a real makeself archive (payload left out; its header says skip="719", filesizes="142").
-MAKESELF_HEADER = 'makeself-2.4.5_header_sha256_demo-1.0.0.txt'
-MAKESELF_PAYLOAD_BYTES = 142
-
-
-def load_fixture(name):
-    return fixture_text('installer', name)
-
-
-def makeself_archive(payload_bytes=MAKESELF_PAYLOAD_BYTES):
-    """A makeself archive as bytes: the real header of the fixture and a stand-in payload of the size it announces."""
-    return load_fixture(MAKESELF_HEADER).encode('ascii') + b'\x1f\x8b' + b'\0' * (payload_bytes - 2)
-
-
-def ar_archive(members):
-    """An ar archive (the layout of a .deb) of (name, data) members."""
-    parts = [b'!<arch>\n']
-    for name, data in members:
-        parts.append(b'%-16s%-12d%-6d%-6d%-8s%-10d`\n' % (name.encode('ascii'), 1735689600, 0, 0, b'100644', len(data)))
-        parts.append(data + (b'\n' if len(data) % 2 else b''))
-    return b''.join(parts)
-
-
-DEB_MEMBERS = [('debian-binary', b'2.0\n'), ('control.tar.xz', b'c' * 100), ('data.tar.xz', b'd' * 1001)]
 
 
 def test_fixture_loader_strips_the_source_header():
@@ -188,120 +178,95 @@ def test_component_of_package_name(name, expected):
     assert component_of_package_name(name) == expected
 
 
-@pytest.mark.parametrize('arch,expected', [('aarch64', 'aarch64'), ('arm64', 'aarch64'), ('x86-64', 'x86_64'),
-                                           ('AMD64', 'x86_64'), ('all', None), ('noarch', None), (None, None),
-                                           ('ppc64le', 'ppc64le')])
-def test_normalise_arch(arch, expected):
-    assert normalise_arch(arch) == expected
-
-
 # ---------------------------------------------------------------------------------------------------- version files
 
-class Root:
-    """A file system prefix to lay installed Ascend files in."""
-
-    def __init__(self, path):
-        self.path = str(path)
-
-    def write(self, target_path, text, mode=0o644):
-        full = os.path.join(self.path, target_path.lstrip('/'))
-        os.makedirs(os.path.dirname(full), exist_ok=True)
-        with open(full, 'w', encoding='utf-8') as handle:
-            handle.write(text)
-        os.chmod(full, mode)
-        return full
-
-    def installed(self, component, **kwargs):
-        return InstalledRun(component, self.path, arch='aarch64', **kwargs)
-
-
-@pytest.fixture
-def root(tmp_path):
-    return Root(tmp_path)
+def installed_run(host, component, **kwargs):
+    """What the .run installers left of ``component`` in the fake host's root."""
+    return InstalledRun(component, host.root, arch='aarch64', **kwargs)
 
 
 @pytest.mark.parametrize('component', ['driver', 'firmware', 'toolkit', 'kernels', 'nnal', 'docker-runtime'])
-def test_nothing_installed(root, component):
-    assert root.installed(component).version() is None
-    assert root.installed(component).uninstall_script() is None
+def test_nothing_installed(fake_host, component):
+    assert installed_run(fake_host, component).version() is None
+    assert installed_run(fake_host, component).uninstall_script() is None
 
 
-def test_driver_and_firmware_from_real_version_files(root):
-    root.write('/usr/local/Ascend/driver/version.info', load_fixture('driver-version.info_24.1.rc1_mindcluster-doc.txt'))
-    root.write('/usr/local/Ascend/firmware/version.info',
-               load_fixture('firmware-version.info_7.1.0.11.220_mindcluster-doc.txt'))
-    assert root.installed('driver').version() == '24.1.rc1'
-    assert root.installed('firmware').version() == '7.1.0.11.220'
+def test_driver_and_firmware_from_real_version_files(fake_host):
+    fake_host.write('/usr/local/Ascend/driver/version.info', load_fixture('driver-version.info_24.1.rc1_mindcluster-doc.txt'))
+    fake_host.write('/usr/local/Ascend/firmware/version.info',
+                    load_fixture('firmware-version.info_7.1.0.11.220_mindcluster-doc.txt'))
+    assert installed_run(fake_host, 'driver').version() == '24.1.rc1'
+    assert installed_run(fake_host, 'firmware').version() == '7.1.0.11.220'
 
 
-def test_driver_path_recorded_in_ascend_install_info(root):
-    root.write('/etc/ascend_install.info', 'UserName=HwHiAiUser\nDriver_Install_Path_Param=/data/Ascend\n')
-    root.write('/data/Ascend/driver/version.info', 'Version=25.0.rc1.1\n')
-    root.write('/usr/local/Ascend/driver/version.info', 'Version=23.0.rc1\n')
-    assert root.installed('driver').version() == '25.0.rc1.1'
+def test_driver_path_recorded_in_ascend_install_info(fake_host):
+    fake_host.write('/etc/ascend_install.info', 'UserName=HwHiAiUser\nDriver_Install_Path_Param=/data/Ascend\n')
+    fake_host.write('/data/Ascend/driver/version.info', 'Version=25.0.rc1.1\n')
+    fake_host.write('/usr/local/Ascend/driver/version.info', 'Version=23.0.rc1\n')
+    assert installed_run(fake_host, 'driver').version() == '25.0.rc1.1'
     # the firmware goes where the driver went unless it recorded its own path
-    root.write('/data/Ascend/firmware/version.info', 'Version=7.7.0.1.231\n')
-    assert root.installed('firmware').version() == '7.7.0.1.231'
+    fake_host.write('/data/Ascend/firmware/version.info', 'Version=7.7.0.1.231\n')
+    assert installed_run(fake_host, 'firmware').version() == '7.7.0.1.231'
     # the install_path option wins
-    assert root.installed('driver', install_path='/usr/local/Ascend').version() == '23.0.rc1'
+    assert installed_run(fake_host, 'driver', install_path='/usr/local/Ascend').version() == '23.0.rc1'
 
 
-def test_toolkit_latest_and_cann_install_path(root):
-    root.write('/etc/Ascend/ascend_cann_install.info', 'Install_Path=/data/cann\n')
-    root.write('/data/cann/ascend-toolkit/latest/aarch64-linux/ascend_toolkit_install.info',
-               load_fixture('ascend_toolkit_install.info_cann8.0.0_from_issue237.txt'))
-    assert root.installed('toolkit').version() == '8.0.0'
+def test_toolkit_latest_and_cann_install_path(fake_host):
+    fake_host.write('/etc/Ascend/ascend_cann_install.info', 'Install_Path=/data/cann\n')
+    fake_host.write('/data/cann/ascend-toolkit/latest/aarch64-linux/ascend_toolkit_install.info',
+                    load_fixture('ascend_toolkit_install.info_cann8.0.0_from_issue237.txt'))
+    assert installed_run(fake_host, 'toolkit').version() == '8.0.0'
 
 
-def test_toolkit_8_5_layout(root):
-    root.write('/usr/local/Ascend/cann-8.3.RC2/aarch64-linux/ascend_toolkit_install.info', 'version=8.3.RC2\n')
-    root.write('/usr/local/Ascend/cann-8.5.0/aarch64-linux/ascend_toolkit_install.info',
-               load_fixture('ascend_toolkit_install.info_cann8.5.0_from_issue4930.txt'))
-    assert root.installed('toolkit').version() == '8.5.0'
-    root.write('/usr/local/Ascend/cann/aarch64-linux/ascend_toolkit_install.info', 'version=8.5.1\n')
-    assert root.installed('toolkit').version() == '8.5.1'
+def test_toolkit_8_5_layout(fake_host):
+    fake_host.write('/usr/local/Ascend/cann-8.3.RC2/aarch64-linux/ascend_toolkit_install.info', 'version=8.3.RC2\n')
+    fake_host.write('/usr/local/Ascend/cann-8.5.0/aarch64-linux/ascend_toolkit_install.info',
+                    load_fixture('ascend_toolkit_install.info_cann8.5.0_from_issue4930.txt'))
+    assert installed_run(fake_host, 'toolkit').version() == '8.5.0'
+    fake_host.write('/usr/local/Ascend/cann/aarch64-linux/ascend_toolkit_install.info', 'version=8.5.1\n')
+    assert installed_run(fake_host, 'toolkit').version() == '8.5.1'
 
 
-def test_toolkit_of_another_architecture_is_not_this_one(root):
-    root.write('/usr/local/Ascend/ascend-toolkit/latest/x86_64-linux/ascend_toolkit_install.info', 'version=8.0.0\n')
-    assert root.installed('toolkit').version() is None
+def test_toolkit_of_another_architecture_is_not_this_one(fake_host):
+    fake_host.write('/usr/local/Ascend/ascend-toolkit/latest/x86_64-linux/ascend_toolkit_install.info', 'version=8.0.0\n')
+    assert installed_run(fake_host, 'toolkit').version() is None
 
 
-def test_kernels_from_version_cfg_else_kernel_directory(root):
-    root.write('/usr/local/Ascend/ascend-toolkit/latest/version.cfg',
-               load_fixture('version.cfg_ascend-toolkit-latest_7.6.T13.0.B094-8.0.T63.txt'))
-    assert root.installed('kernels').version() == '8.0.T63'
-    root.write('/usr/local/Ascend/ascend-toolkit/latest/version.cfg', '# version: 1.0\n'
-               'toolkit_installed_version=[7.6.0.1.220:8.0.0]\n')
-    assert root.installed('kernels').version() is None
-    root.write('/usr/local/Ascend/ascend-toolkit/latest/opp/built-in/op_impl/ai_core/tbe/kernel/ascend910b/'
-               'version.info', 'Version=8.0.0\nsoc=ascend910b\n')
-    assert root.installed('kernels', chip='910b').version() == '8.0.0'
-    assert root.installed('kernels').version() == '8.0.0'
+def test_kernels_from_version_cfg_else_kernel_directory(fake_host):
+    fake_host.write('/usr/local/Ascend/ascend-toolkit/latest/version.cfg',
+                    load_fixture('version.cfg_ascend-toolkit-latest_7.6.T13.0.B094-8.0.T63.txt'))
+    assert installed_run(fake_host, 'kernels').version() == '8.0.T63'
+    fake_host.write('/usr/local/Ascend/ascend-toolkit/latest/version.cfg', '# version: 1.0\n'
+                    'toolkit_installed_version=[7.6.0.1.220:8.0.0]\n')
+    assert installed_run(fake_host, 'kernels').version() is None
+    fake_host.write('/usr/local/Ascend/ascend-toolkit/latest/opp/built-in/op_impl/ai_core/tbe/kernel/ascend910b/'
+                    'version.info', 'Version=8.0.0\nsoc=ascend910b\n')
+    assert installed_run(fake_host, 'kernels', chip='910b').version() == '8.0.0'
+    assert installed_run(fake_host, 'kernels').version() == '8.0.0'
 
 
-def test_nnal_from_real_version_file(root):
-    root.write('/usr/local/Ascend/nnal/atb/latest/version.info',
-               load_fixture('nnal-atb-version.info_8.0.T63_indented.txt'))
-    assert root.installed('nnal').version() == '8.0.T63'
+def test_nnal_from_real_version_file(fake_host):
+    fake_host.write('/usr/local/Ascend/nnal/atb/latest/version.info',
+                    load_fixture('nnal-atb-version.info_8.0.T63_indented.txt'))
+    assert installed_run(fake_host, 'nnal').version() == '8.0.T63'
 
 
-def test_version_files_of_real_hosts_with_odd_lines_are_read_with_warnings(root):
-    root.write('/etc/ascend_install.info', load_fixture('etc-ascend_install.info_driver-firmware_full.txt'))
-    path = root.write('/usr/local/Ascend/driver/version.info',
-                      load_fixture('driver-version.info_25.3.rc1_faq-indented.txt'))
-    installed = root.installed('driver')
+def test_version_files_of_real_hosts_with_odd_lines_are_read_with_warnings(fake_host):
+    fake_host.write('/etc/ascend_install.info', load_fixture('etc-ascend_install.info_driver-firmware_full.txt'))
+    path = fake_host.write('/usr/local/Ascend/driver/version.info',
+                           load_fixture('driver-version.info_25.3.rc1_faq-indented.txt'))
+    installed = installed_run(fake_host, 'driver')
     assert installed.version() == '25.3.rc1'
     assert installed.warnings == [
         '%s line 1: not a "key=value" line, ignored: \'> cat /etc/ascend_install.info\'' % os.path.join(
-            root.path, 'etc/ascend_install.info'),
+            fake_host.root, 'etc/ascend_install.info'),
         '%s line 1: not a "key=value" line, ignored: \'/usr/local/Ascend/driver/version.info\'' % path]
 
 
-def test_kernels_with_an_unreadable_version_cfg_line_are_an_error(root):
-    path = root.write('/usr/local/Ascend/ascend-toolkit/latest/version.cfg',
-                      '# version: 1.0\nopp_kernel_installed_version=[7.6.T13.0.B094]\n')
-    installed = root.installed('kernels')
+def test_kernels_with_an_unreadable_version_cfg_line_are_an_error(fake_host):
+    path = fake_host.write('/usr/local/Ascend/ascend-toolkit/latest/version.cfg',
+                           '# version: 1.0\nopp_kernel_installed_version=[7.6.T13.0.B094]\n')
+    installed = installed_run(fake_host, 'kernels')
     with pytest.raises(PackageError) as raised:
         installed.version()
     assert raised.value.msg == ('cannot read the installed kernels version: %s has no usable '
@@ -311,32 +276,32 @@ def test_kernels_with_an_unreadable_version_cfg_line_are_an_error(root):
                                   'must hold "inner:version"; it is returned as null' % path]
 
 
-def test_docker_runtime_version_info_else_install_info(root):
-    root.write('/usr/local/Ascend/Ascend-Docker-Runtime/ascend_docker_runtime_install.info',
-               'version=v6.0.0\ninstall_scene=docker\n')
-    assert root.installed('docker-runtime').version() == '6.0.0'
-    root.write('/usr/local/Ascend/Ascend-Docker-Runtime/version.info', 'Version=6.0.1\n')
-    assert root.installed('docker-runtime').version() == '6.0.1'
+def test_docker_runtime_version_info_else_install_info(fake_host):
+    fake_host.write('/usr/local/Ascend/Ascend-Docker-Runtime/ascend_docker_runtime_install.info',
+                    'version=v6.0.0\ninstall_scene=docker\n')
+    assert installed_run(fake_host, 'docker-runtime').version() == '6.0.0'
+    fake_host.write('/usr/local/Ascend/Ascend-Docker-Runtime/version.info', 'Version=6.0.1\n')
+    assert installed_run(fake_host, 'docker-runtime').version() == '6.0.1'
 
 
-def test_a_version_file_without_a_version_is_an_error(root):
-    path = root.write('/usr/local/Ascend/driver/version.info', 'ascendhal_version=7.35.19\nVersion=\n')
+def test_a_version_file_without_a_version_is_an_error(fake_host):
+    path = fake_host.write('/usr/local/Ascend/driver/version.info', 'ascendhal_version=7.35.19\nVersion=\n')
     with pytest.raises(PackageError) as raised:
-        root.installed('driver').version()
+        installed_run(fake_host, 'driver').version()
     assert raised.value.msg == ('cannot read the installed driver version: %s has no usable "Version=" line (check '
                                 'the file, or the root and install_path options)' % path)
 
 
-def test_uninstall_scripts(root):
-    script = root.write('/usr/local/Ascend/driver/script/uninstall.sh', '#!/bin/sh\n', 0o755)
-    root.write('/usr/local/Ascend/driver/version.info', 'Version=24.1.rc1\n')
-    assert root.installed('driver').uninstall_script() == script
-    root.write('/usr/local/Ascend/ascend-toolkit/latest/aarch64-linux/ascend_toolkit_install.info', 'version=8.0.0\n')
-    script = root.write('/usr/local/Ascend/ascend-toolkit/latest/aarch64-linux/script/uninstall.sh', '#!/bin/sh\n',
-                        0o755)
-    assert root.installed('toolkit').uninstall_script() == script
-    root.write('/usr/local/Ascend/firmware/script/uninstall.sh', 'not executable\n', 0o644)
-    assert root.installed('firmware').uninstall_script() is None
+def test_uninstall_scripts(fake_host):
+    script = fake_host.write('/usr/local/Ascend/driver/script/uninstall.sh', '#!/bin/sh\n', 0o755)
+    fake_host.write('/usr/local/Ascend/driver/version.info', 'Version=24.1.rc1\n')
+    assert installed_run(fake_host, 'driver').uninstall_script() == script
+    fake_host.write('/usr/local/Ascend/ascend-toolkit/latest/aarch64-linux/ascend_toolkit_install.info', 'version=8.0.0\n')
+    script = fake_host.write('/usr/local/Ascend/ascend-toolkit/latest/aarch64-linux/script/uninstall.sh', '#!/bin/sh\n',
+                             0o755)
+    assert installed_run(fake_host, 'toolkit').uninstall_script() == script
+    fake_host.write('/usr/local/Ascend/firmware/script/uninstall.sh', 'not executable\n', 0o644)
+    assert installed_run(fake_host, 'firmware').uninstall_script() is None
 
 
 # ---------------------------------------------------------------------------------------------------- output
@@ -402,21 +367,21 @@ def test_failure_message_without_error_lines_gives_the_last_output():
     assert failure_message('x', 124, '', '') == 'x failed (rc=124): no output'
 
 
-def test_install_log_returns_only_the_lines_of_this_run(root):
-    path = root.write('/var/log/ascend_seclog/ascend_install.log', 'old line\n')
-    log = InstallLog(root.path)
+def test_install_log_returns_only_the_lines_of_this_run(fake_host):
+    path = fake_host.write('/var/log/ascend_seclog/ascend_install.log', 'old line\n')
+    log = InstallLog(fake_host.root)
     log.mark()
     with open(path, 'a', encoding='utf-8') as handle:
         handle.write('new line 1\n\nnew line 2\n')
-    root.write('/var/log/ascend_seclog/ascend_toolkit_install.log', 'new line 2\ntoolkit line\n')
+    fake_host.write('/var/log/ascend_seclog/ascend_toolkit_install.log', 'new line 2\ntoolkit line\n')
     assert log.new_lines() == ['new line 1', 'new line 2', 'toolkit line']
 
 
-def test_install_log_rotated_during_the_run(root):
-    root.write('/var/log/ascend_seclog/ascend_install.log', 'a long old line that was rotated away\n')
-    log = InstallLog(root.path)
+def test_install_log_rotated_during_the_run(fake_host):
+    fake_host.write('/var/log/ascend_seclog/ascend_install.log', 'a long old line that was rotated away\n')
+    log = InstallLog(fake_host.root)
     log.mark()
-    root.write('/var/log/ascend_seclog/ascend_install.log', 'fresh\n')
+    fake_host.write('/var/log/ascend_seclog/ascend_install.log', 'fresh\n')
     assert log.new_lines() == ['fresh']
 
 
@@ -565,7 +530,7 @@ def test_a_deb_without_its_members_is_refused(tmp_path):
         'again' % path)
 
 
-@pytest.mark.skipif(shutil.which('dpkg-deb') is None, reason='needs dpkg-deb (apt-get install dpkg)')
+@pytest.mark.needs_tools('dpkg-deb')
 def test_a_real_deb_cut_in_half_is_refused(tmp_path):
     """A .deb built by dpkg-deb passes; its first half, which dpkg-deb --info and -f still read, does not."""
     tree = tmp_path / 'tree'
@@ -657,3 +622,161 @@ def test_the_lock_is_a_regular_file_and_never_a_symlink(tmp_path):
 def test_host_lock_path_is_in_the_first_lock_directory_there_is(tmp_path, monkeypatch):
     monkeypatch.setattr(_ascend_packages, 'LOCK_DIRS', (str(tmp_path / 'missing'), str(tmp_path), '/run'))
     assert host_lock_path() == str(tmp_path / 'kunpeng_ascend_package.lock')
+
+
+# ---------------------------------------------------------------------------------------------------- backends
+
+def test_a_backend_must_implement_the_whole_contract():
+    class WithoutSucceeded(PackageBackend):
+        def inspect(self):
+            pass
+
+        def installed_version(self):
+            return None
+
+        def verify(self, action):
+            pass
+
+        def command(self, action, installed_version=None):
+            return Command(['true'])
+
+    with pytest.raises(TypeError, match='succeeded'):
+        WithoutSucceeded('/srv/p.run', None, None, {})  # pylint: disable=abstract-class-instantiated  # the point
+    for backend in _ascend_packages.BACKENDS:
+        assert backend('/srv/p' + backend.extension, None, None, {}).file_name == 'p' + backend.extension
+
+
+# ---------------------------------------------------------------------------------------------------- the task
+
+class FakeBackend(PackageBackend):
+    """A driver package 24.1.rc1 whose "installer" leaves ``after_run`` installed and exits ``rc``."""
+
+    extension = '.fake'
+
+    def __init__(self, installed=None, after_run='24.1.rc1', rc=0, component='driver'):
+        super().__init__('/srv/Ascend-hdk-910b-npu-driver_24.1.rc1.fake', None, None, {}, 'aarch64')
+        self.component, self.version = component, '24.1.rc1'
+        self.installed, self.after_run, self.rc = installed, after_run, rc
+        self.verified = []
+
+    def inspect(self):
+        pass
+
+    def installed_version(self):
+        return self.installed
+
+    def verify(self, action):
+        self.verified.append(action)
+
+    def command(self, action, installed_version=None):
+        return Command(['installer', '--' + action], data='y')
+
+    def succeeded(self, result):
+        return result.rc == 0
+
+
+class FakeRunner:
+    """The command runner of one task: it runs the fake installer (the backend's state changes) and records it."""
+
+    def __init__(self, backend):
+        self.backend = backend
+        self.runs = []
+
+    def run(self, argv, data=None, environ_update=None):
+        self.runs.append((argv, data))
+        self.backend.installed = self.backend.after_run
+        return CommandResult(argv, self.backend.rc, 'installer output\n', '')
+
+
+def task(tmp_path, **params):
+    return dict({'state': 'present', 'allow_downgrade': False, 'accept_eula': False, 'install_username': None,
+                 'root': str(tmp_path)}, **params)
+
+
+def test_ensure_in_check_mode_predicts_the_run_after_the_archive_check_and_runs_nothing(tmp_path):
+    backend = FakeBackend()
+    runner = FakeRunner(backend)
+    result = ensure(task(tmp_path), backend, runner, [].append, check_mode=True)
+    assert result == {'component': 'driver', 'package_version': '24.1.rc1', 'before': None, 'after': '24.1.rc1',
+                      'action': 'install', 'reboot_required': False}
+    assert (backend.verified, runner.runs) == (['install'], [])
+
+
+def test_ensure_runs_the_command_and_reads_the_version_again(tmp_path):
+    backend = FakeBackend(installed='23.0.rc3')
+    runner = FakeRunner(backend)
+    result = ensure(task(tmp_path, state='latest'), backend, runner, [].append, check_mode=False)
+    assert result == {'component': 'driver', 'package_version': '24.1.rc1', 'before': '23.0.rc3', 'after': '24.1.rc1',
+                      'action': 'upgrade', 'reboot_required': False, 'cmd': ['installer', '--upgrade'],
+                      'stdout': 'installer output\n', 'stderr': ''}
+    assert runner.runs == [(['installer', '--upgrade'], 'y')]
+
+
+def test_ensure_with_nothing_to_do_checks_and_runs_nothing(tmp_path):
+    backend = FakeBackend(installed='23.0.rc3')
+    runner = FakeRunner(backend)
+    assert ensure(task(tmp_path), backend, runner, [].append, check_mode=False)['action'] == 'none'
+    assert (backend.verified, runner.runs) == ([], [])
+
+
+def test_ensure_refuses_a_success_that_left_another_version(tmp_path):
+    backend = FakeBackend(after_run='23.0.rc3')
+    with pytest.raises(PackageError) as raised:
+        ensure(task(tmp_path), backend, FakeRunner(backend), [].append, check_mode=False)
+    assert raised.value.msg == ('Installing driver 24.1.rc1 from Ascend-hdk-910b-npu-driver_24.1.rc1.fake reported '
+                                'success, but the installed version is 23.0.rc3, not 24.1.rc1 (check install_path and '
+                                'root)')
+    assert raised.value.result.argv == ['installer', '--install']
+
+
+def test_ensure_reports_a_failed_installer_with_its_output(tmp_path):
+    backend = FakeBackend(after_run=None, rc=1)
+    with pytest.raises(PackageError) as raised:
+        ensure(task(tmp_path), backend, FakeRunner(backend), [].append, check_mode=False)
+    assert raised.value.msg == ('Installing driver 24.1.rc1 from Ascend-hdk-910b-npu-driver_24.1.rc1.fake failed (rc=1): '
+                                'installer output')
+    assert raised.value.extra == {'install_log': []}
+
+
+def test_ensure_warns_that_the_run_user_is_ignored_for_the_firmware(tmp_path):
+    backend = FakeBackend(installed='7.5.0.1.129', component='firmware')
+    warnings = []
+    ensure(task(tmp_path, install_username='ascend'), backend, FakeRunner(backend), warnings.append, check_mode=True)
+    assert warnings == ['install_username and install_usergroup are ignored for the firmware package']
+
+
+@pytest.mark.parametrize('component,action,accepted,refused', [
+    ('toolkit', 'install', False, True),
+    ('docker-runtime', 'upgrade', False, True),
+    ('toolkit', 'install', True, False),
+    ('toolkit', 'uninstall', False, False),
+    ('driver', 'install', False, False),
+])
+def test_check_eula(component, action, accepted, refused):
+    if refused:
+        with pytest.raises(PackageError, match='installing the %s means accepting' % component):
+            check_eula({'accept_eula': accepted}, component, action)
+    else:
+        check_eula({'accept_eula': accepted}, component, action)
+
+
+@pytest.mark.parametrize('option', ['install_path', 'install_username'])
+def test_run_only_options_are_refused_for_a_deb(option):
+    params = {'install_path': None, 'install_username': None}
+    deb = _ascend_packages.DebPackage('/srv/Ascend-cann-toolkit_8.0.0_linux-aarch64.deb', None, None, {})
+    check_options(params, deb)
+    check_options(dict(params, **{option: '/opt/x'}), RunPackage('/srv/x.run', None, None, {}))
+    with pytest.raises(PackageError) as raised:
+        check_options(dict(params, **{option: '/opt/x'}), deb)
+    assert raised.value.msg == '%s is only supported for .run packages, not for ' \
+                               'Ascend-cann-toolkit_8.0.0_linux-aarch64.deb' % option
+
+
+def test_package_path_is_made_absolute_and_must_be_a_file(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / 'p.run').write_text('x')
+    assert package_path({'path': 'p.run', 'lock_timeout': 0}) == str(tmp_path / 'p.run')
+    with pytest.raises(PackageError, match='^path: %s/missing.run is not a file on the managed host$' % tmp_path):
+        package_path({'path': 'missing.run', 'lock_timeout': 0})
+    with pytest.raises(PackageError, match='^lock_timeout must be 0 .do not wait. or a number of seconds, not -1$'):
+        package_path({'path': 'p.run', 'lock_timeout': -1})

@@ -19,7 +19,7 @@ from ansible.module_utils.testing import patch_module_args
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils import _command
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._command import CommandRunner
 
-pytestmark = pytest.mark.skipif(not shutil.which('timeout'), reason='needs coreutils timeout')
+pytestmark = pytest.mark.needs_tools('timeout')
 
 
 @pytest.fixture

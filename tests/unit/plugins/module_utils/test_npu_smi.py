@@ -4,7 +4,8 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
 
-"""The npu-smi parsers against real captured output (tests/unit/fixtures/npu_smi, each naming its source)."""
+"""The npu-smi parsers against real captured output (tests/fixtures/npu-smi-*, each naming its source), and the
+one way the modules run npu-smi and read it."""
 
 from __future__ import annotations
 
@@ -13,22 +14,23 @@ import os
 
 import pytest
 
-from ansible_collections.kunpeng_ascend.vllm.tests.unit.plugins.module_utils.fixtures import FIXTURES, fixture_text
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._command import CommandResult
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._npu_smi import (
     CHIP_KEYS,
+    NpuSmiFailure,
     describe_npu_smi_failure,
     npu_smi_failure_hint,
     parse_npu_smi_info,
     parse_npu_smi_key_values,
+    read_npu_smi_details,
+    read_npu_smi_info,
 )
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._warnings import WarningCap
+from ansible_collections.kunpeng_ascend.vllm.tests.helpers import FIXTURES, load_fixture
 
 
 HWHIAIUSER_HINT = ('the user running npu-smi is not in group HwHiAiUser, which owns the /dev/davinci* devices: '
                    'add it (usermod -aG HwHiAiUser USER, then log in again) or run the task as root (become: true)')
-
-
-def load_fixture(name):
-    return fixture_text('npu_smi', name)
 
 
 def parse(text):
@@ -483,8 +485,7 @@ def test_a_headerless_process_section_must_list_every_npu():
 
 def info_tables():
     """Every captured ``npu-smi info`` table, and the made-up ones of other layouts, by name."""
-    folder = os.path.join(FIXTURES, 'npu_smi')
-    tables = dict((name, load_fixture(name)) for name in sorted(os.listdir(folder)) if name.startswith('npu-smi-info_'))
+    tables = dict((name, load_fixture(name)) for name in sorted(os.listdir(FIXTURES)) if name.startswith('npu-smi-info_'))
     tables.update({'910A npu-smi 1.8.21': NPU_SMI_1_8_21_910A_WITHOUT_HUGEPAGES,
                    'Ascend 950 single NPU idle': ASCEND_950_SINGLE_NPU_IDLE})
     return tables
@@ -679,3 +680,80 @@ def test_failure_message_without_a_known_cause_or_output():
         'npu-smi info failed (rc=3): last line.'
     assert describe_npu_smi_failure('npu-smi info', 3, 'on stdout', 'on stderr') == \
         'npu-smi info failed (rc=3): on stderr.'
+
+
+# --- reading npu-smi: the one way both modules run it ---------------------------------------------------------------
+
+BUSY_910B3 = 'npu-smi-info_910B3_25.0.rc1.b010_8npu_8procs_busy.txt'
+DUO_310P3 = 'npu-smi-info_310P3-Duo_25.2.0_4card-2chip_procs.txt'
+
+
+class FakeNpuSmi:
+    """``run(args)`` as the modules give it: npu-smi's answers by argument tuple, and the runs made."""
+
+    def __init__(self, answers):
+        self.answers = answers
+        self.runs = []
+
+    def __call__(self, args):
+        self.runs.append(args)
+        rc, stdout, stderr = self.answers[tuple(args)]
+        return CommandResult(['npu-smi'] + args, rc, stdout, stderr)
+
+
+def test_read_npu_smi_info_runs_it_once_and_passes_the_parser_warnings_on():
+    run = FakeNpuSmi({('info',): (0, load_fixture('npu-smi-info_910B1_23.0.rc2.b090_8npu_training-load_elided.txt'), '')})
+    warnings = WarningCap()
+    info = read_npu_smi_info(run, warnings)
+    assert run.runs == [['info']]
+    assert (info['chip_count'], info['complete']) == (2, True)
+    assert warnings.messages == ["npu-smi info line 10: ignored text inside the table: '...'",
+                                 "npu-smi info line 22: ignored text inside the table: '...'"]
+
+
+def test_read_npu_smi_info_fails_with_the_hint_and_no_parser_warning_on_a_dcmi_error_with_exit_code_0():
+    stdout = load_fixture('npu-smi-error_dcmi-8005_user-not-in-HwHiAiUser.txt')
+    warnings = WarningCap()
+    with pytest.raises(NpuSmiFailure) as raised:
+        read_npu_smi_info(FakeNpuSmi({('info',): (0, stdout, '')}), warnings)
+    assert raised.value.msg == ('npu-smi info failed (rc=0): dcmi module initialize failed. ret is -8005. Hint: %s.'
+                                % HWHIAIUSER_HINT)
+    assert (raised.value.result.rc, raised.value.result.stdout) == (0, stdout)
+    assert (warnings.messages, warnings.dropped) == ([], 0)
+
+
+def test_read_npu_smi_info_fails_on_an_exit_code_that_is_not_0():
+    with pytest.raises(NpuSmiFailure) as raised:
+        read_npu_smi_info(FakeNpuSmi({('info',): (-9, '', '')}), WarningCap())
+    assert raised.value.msg == 'npu-smi info failed (rc=-9): no output.'
+
+
+def test_read_npu_smi_details_once_per_npu_in_table_order_with_warnings_naming_the_command():
+    info = parse_npu_smi_info(load_fixture(DUO_310P3))
+    answers = dict((('info', '-t', 'board', '-i', str(npu)), (0, 'NPU ID : %d\nnot a pair\n' % npu, ''))
+                   for npu in (2, 3, 5, 6))
+    run = FakeNpuSmi(answers)
+    warnings = []
+    details = read_npu_smi_details(run, ['board'], info, warnings.append)
+    assert [chip['npu_id'] for chip in info['chips']] == [2, 2, 3, 3, 5, 5, 6, 6]
+    assert run.runs == [['info', '-t', 'board', '-i', str(npu)] for npu in (2, 3, 5, 6)]
+    assert details == {'board': [{'npu_id': npu, 'sections': [{'NPU ID': str(npu)}]} for npu in (2, 3, 5, 6)]}
+    assert warnings == ["npu-smi info -t board -i %d: line 2: not a \"key : value\" line, ignored: 'not a pair'" % npu
+                        for npu in (2, 3, 5, 6)]
+
+
+def test_read_npu_smi_details_stops_at_the_first_failure_naming_its_command():
+    info = parse_npu_smi_info(load_fixture(BUSY_910B3))
+    run = FakeNpuSmi({('info', '-t', 'health', '-i', '0'): (0, 'Health : OK\n', ''),
+                      ('info', '-t', 'health', '-i', '1'): (255, 'dcmi get device health failed. ret is -8020', '')})
+    with pytest.raises(NpuSmiFailure) as raised:
+        read_npu_smi_details(run, ['health'], info, [].append)
+    assert raised.value.msg == ('npu-smi info -t health -i 1 failed (rc=255): dcmi get device health failed. ret is -8020. '
+                                'Hint: the device is busy or being reset: retry later.')
+    assert len(run.runs) == 2
+
+
+def test_read_npu_smi_details_of_no_type_runs_nothing():
+    run = FakeNpuSmi({})
+    assert read_npu_smi_details(run, [], parse_npu_smi_info(load_fixture(BUSY_910B3)), [].append) == {}
+    assert run.runs == []

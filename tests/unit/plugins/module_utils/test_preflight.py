@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.kunpeng_ascend.vllm.tests.unit.plugins.module_utils.fixtures import fixture_text
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._ascend_files import parse_driver_version_info
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._command import CommandResult
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._npu_smi import (
@@ -32,9 +31,11 @@ from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._preflight imp
     check_package_database,
     check_package_states,
     check_run_user,
+    kernel_header_paths,
+    selected_checks,
     summarize,
 )
-from ansible_collections.kunpeng_ascend.vllm.tests.unit.plugins.module_utils.test_npu_smi import load_fixture as load_npu_smi
+from ansible_collections.kunpeng_ascend.vllm.tests.helpers import load_fixture
 
 
 GIB = 1024 ** 3
@@ -46,10 +47,6 @@ ROW_0_13 = ('vllm-ascend 0.13.0 (vLLM 0.13.0, Python >=3.10,<3.12, CANN 8.5.0, t
             'NPU driver >= 25.5, image quay.io/ascend/vllm-ascend:v0.13.0)')
 ROW_0_18 = ('vllm-ascend 0.18.0 (vLLM 0.18.0, Python >=3.10,<3.12, CANN 8.5.1, torch 2.9.0, torch_npu 2.9.0.post1, '
             'NPU driver >= 25.5 (inferred), image quay.io/ascend/vllm-ascend:v0.18.0)')
-
-
-def load_fixture(name):
-    return fixture_text('preflight', name)
 
 
 def result(name, status, message, fix=None):
@@ -93,12 +90,18 @@ def test_architecture_not_as_expected_fails():
     assert check_architecture('aarch64', 'x86_64') == result(
         'architecture', 'fail', 'the host is aarch64, but expected_architecture is x86_64',
         'run on a x86_64 host or correct expected_architecture')
+    assert check_architecture('', 'x86_64')['message'] == ('the host is of an unknown architecture, but '
+                                                           'expected_architecture is x86_64')
 
 
 # --- kernel headers ------------------------------------------------------------------------------------------
 
 RELEASE = '6.1.0-18-arm64'
 CHECKED = ['/lib/modules/%s/build' % RELEASE, '/usr/src/linux-headers-%s' % RELEASE, '/usr/src/kernels/%s' % RELEASE]
+
+
+def test_kernel_header_paths_are_the_dkms_link_then_the_debian_and_openeuler_directories():
+    assert kernel_header_paths(RELEASE) == CHECKED
 
 
 def test_kernel_headers_found_pass():
@@ -126,6 +129,13 @@ def test_kernel_headers_missing_name_other_kernels_and_a_dangling_link():
     assert found['message'].endswith(
         'exists); /lib/modules/6.1.0-18-arm64/build points to /usr/src/linux-headers-6.1.0-18-arm64, which does not '
         "exist; headers exist for 6.1.0-20-arm64 only (boot that kernel, or install the running one's headers)")
+
+
+def test_kernel_headers_name_each_other_kernel_once_and_never_the_running_one():
+    """/lib/modules and /usr/src/kernels may both hold headers of one kernel, and of the running one (a broken link)."""
+    found = check_kernel_headers(RELEASE, CHECKED, [], ['6.1.0-20-arm64', RELEASE, '5.10.0-136', '6.1.0-20-arm64'])
+    assert found['message'].endswith("headers exist for 6.1.0-20-arm64, 5.10.0-136 only (boot that kernel, or install "
+                                     "the running one's headers)")
 
 
 # --- build tools ---------------------------------------------------------------------------------------------
@@ -371,14 +381,14 @@ def test_npu_devices_unlistable_warn():
 # --- npu-smi -------------------------------------------------------------------------------------------------
 
 def npu_smi(fixture):
-    return {'found': True, 'failure': None, 'info': parse_npu_smi_info(load_npu_smi(fixture))}
+    return {'found': True, 'failure': None, 'info': parse_npu_smi_info(load_fixture(fixture))}
 
 
 MISSING = {'found': False, 'failure': None, 'info': None}
 HEALTHY_IDLE = 'npu-smi-info_910B4_24.1.rc1_1npu_noproc_fastllm-doc.txt'
 BUSY = 'npu-smi-info_910B3_25.0.rc1.b010_8npu_8procs_busy.txt'
 ALARM = 'npu-smi-info_Ascend950PR_25.7.rc1_3npu_Alarm-health_procs.txt'
-DCMI_8005 = describe_npu_smi_failure('npu-smi info', 1, load_npu_smi('npu-smi-error_dcmi-8005_user-not-in-HwHiAiUser.txt'))
+DCMI_8005 = describe_npu_smi_failure('npu-smi info', 1, load_fixture('npu-smi-error_dcmi-8005_user-not-in-HwHiAiUser.txt'))
 FAILED = {'found': True, 'failure': DCMI_8005, 'info': None}
 
 
@@ -446,7 +456,7 @@ INCOMPLETE_FIX = ('run npu-smi info on the host: output that stops short means n
 
 def cut_npu_smi(fixture, lines):
     """The state of an npu-smi info whose output stopped after its first ``lines`` lines."""
-    text = ''.join(load_npu_smi(fixture).splitlines(True)[:lines])
+    text = ''.join(load_fixture(fixture).splitlines(True)[:lines])
     return {'found': True, 'failure': None, 'info': parse_npu_smi_info(text)}
 
 
@@ -658,3 +668,14 @@ def test_check_names_are_the_documented_order():
     assert CHECK_NAMES == ('architecture', 'kernel_headers', 'build_tools', 'package_database', 'package_states',
                            'disk_space', 'run_user', 'npu_devices', 'npu_processes', 'npu_health', 'driver_version',
                            'compatibility')
+
+
+@pytest.mark.parametrize('checks, skip, names', [
+    (None, [], list(CHECK_NAMES)),
+    (None, ['npu_processes', 'npu_health'], [name for name in CHECK_NAMES if not name.startswith('npu_')] + ['npu_devices']),
+    (['compatibility', 'architecture'], [], ['architecture', 'compatibility']),
+    (['compatibility', 'architecture'], ['architecture'], ['compatibility']),
+    ([], [], []),
+])
+def test_selected_checks_keep_the_module_order(checks, skip, names):
+    assert selected_checks(checks, skip) == [name for name in CHECK_NAMES if name in names]

@@ -14,7 +14,6 @@ from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._version impor
     compare_ascend_versions,
     is_ascend_version,
     parse_ascend_version,
-    parse_version_ranges,
     version_in_range,
     version_sort_key,
 )
@@ -144,18 +143,6 @@ def test_is_ascend_version():
 def test_compare_raises_on_either_side():
     with pytest.raises(ValueError, match="'x' is not a version"):
         compare_ascend_versions('24.1.rc1', 'x')
-
-
-def test_parse_version_ranges_reads_version_info_values():
-    assert parse_version_ranges('[7.0.0,7.2.99]') == [('7.0.0', '7.2.99')]
-    assert parse_version_ranges('[23.0.rc3,23.0.rc3.],[23.0.0,23.0.0.]') == [
-        ('23.0.rc3', '23.0.rc3.'), ('23.0.0', '23.0.0.')]
-
-
-@pytest.mark.parametrize('text', ['', '7.0.0,7.2.99', '[7.0.0]', '[7.0.0,7.2.99] junk', '[a,b]'])
-def test_parse_version_ranges_rejects_other_text(text):
-    with pytest.raises(ValueError):
-        parse_version_ranges(text)
 
 
 @pytest.mark.parametrize('version, low, high, inside', [

@@ -9,7 +9,8 @@
 from __future__ import annotations
 
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._npu_smi import parse_npu_smi_info
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._warnings import MAX_WARNINGS, WarningCap, shorten
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._text import shorten
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._warnings import MAX_WARNINGS, WarningCap
 
 
 def emitted(cap):

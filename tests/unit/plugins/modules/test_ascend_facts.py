@@ -4,31 +4,27 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
 
-"""ascend_facts' main() against fake roots and sysfs trees in tmp_path, and against a root the simulator's fake
-Ascend packages were installed into."""
+"""ascend_facts' main() against fake roots and sysfs trees in tmp_path. (The facts of a root the simulator's fake
+Ascend packages were installed into are in tests/integration/test_ascend_facts_of_installed_packages.py.)"""
 
 from __future__ import annotations
 
-import importlib.machinery
-import importlib.util
 import json
 import os
-import shutil
-import subprocess
-import sys
 from unittest import mock
 
 import pytest
 
-from ansible.module_utils import basic
-
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils import _ascend_files
 from ansible_collections.kunpeng_ascend.vllm.plugins.modules import ascend_facts
-from ansible_collections.kunpeng_ascend.vllm.tests.unit.plugins.modules.module_harness import (
+from ansible_collections.kunpeng_ascend.vllm.tests.helpers import (
     ExitJson,
     FailJson,
-    capture_results,
+    fails_after,
+    load_fixture,
+    make_tree,
     run_main,
+    simulator_module,
 )
 from ansible_collections.kunpeng_ascend.vllm.tests.unit.plugins.module_utils.test_ascend_files import (
     DRIVER_25,
@@ -39,24 +35,9 @@ from ansible_collections.kunpeng_ascend.vllm.tests.unit.plugins.module_utils.tes
     REQUIRED_82,
     TOOLKIT_800,
     VERSION_CFG,
-    fails_after,
-    load_fixture,
-    make_tree,
 )
 
-REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), os.pardir, os.pardir, os.pardir, os.pardir))
-SIM_DIR = os.path.join(REPO, 'tests', 'simulator')
-
-
-def load_simulator_module(name, filename):
-    loader = importlib.machinery.SourceFileLoader(name, os.path.join(SIM_DIR, filename))
-    spec = importlib.util.spec_from_loader(name, loader)
-    module = importlib.util.module_from_spec(spec)
-    loader.exec_module(module)
-    return module
-
-
-fake_sysfs = load_simulator_module('fake_sysfs', 'fake_sysfs.py')
+fake_sysfs = simulator_module('fake_sysfs', 'fake_sysfs.py')
 
 NO_ACCOUNT = {'user': None, 'group': None, 'user_in_group': False}
 EMPTY_FACTS = {'driver': None, 'firmware': None, 'install_record': None, 'cann_install_record': None, 'toolkit': None,
@@ -65,11 +46,9 @@ EMPTY_FACTS = {'driver': None, 'firmware': None, 'install_record': None, 'cann_i
 
 
 @pytest.fixture
-def warn(monkeypatch):
-    fake = mock.Mock()
-    monkeypatch.setattr(basic.AnsibleModule, 'warn', fake)
-    capture_results(monkeypatch)
-    return fake
+def warn(fake_host):
+    """AnsibleModule.warn of the fake host (ascend_facts runs no command: only its results and warnings count)."""
+    return fake_host.warn
 
 
 def run_module(args, outcome=ExitJson):
@@ -183,7 +162,7 @@ def test_new_cann_layout_a3_host(tmp_path, warn):
 
 def test_empty_root_has_every_component_null(tmp_path, warn):
     os.makedirs(str(tmp_path / 'sys' / 'bus' / 'pci' / 'devices'))
-    os.makedirs(str(tmp_path / 'root'))
+    os.makedirs(str(tmp_path / 'root'), exist_ok=True)
     result = run_module({'root': str(tmp_path / 'root'), 'sysfs_path': str(tmp_path / 'sys')})
     assert result == {'changed': False, 'ansible_facts': {'ascend': EMPTY_FACTS}}
     assert warnings_of(warn) == []
@@ -324,118 +303,3 @@ def test_system_account_lookups(monkeypatch):
                                                        'home': '/home/HwHiAiUser', 'shell': '/bin/bash'}
     assert _ascend_files.system_group('HwHiAiUser') is None
     _ascend_files.pwd.getpwnam.assert_called_once_with('HwHiAiUser')
-
-
-# --- the simulator's fake sysfs -------------------------------------------------------------------------------------
-
-@pytest.mark.parametrize('profile', ['910b-8', 'a3-16', '310p-duo'])
-def test_fake_sysfs_matches_the_simulated_npu_smi(tmp_path, profile):
-    """The bus ids of the fake sysfs are those the simulated npu-smi prints, so the two can be joined."""
-    ascend_sim = load_simulator_module('ascend_sim', 'ascend-sim')
-    sim_buses = list(dict.fromkeys(chip['bus_id'].lower() for chip in ascend_sim.default_chips(profile)))
-    written = fake_sysfs.write_sysfs(str(tmp_path), profile)
-    assert written == sim_buses
-    devices = _ascend_files.scan_npu_devices(_ascend_files.RootFS(str(tmp_path)))
-    assert sorted(device['bus_id'] for device in devices) == sorted(sim_buses)
-    assert {device['device'] for device in devices} == {ascend_sim.PROFILE_SPECS[profile]['pci_device_id'].lower()}
-    by_bus = {device['bus_id']: device['numa_node'] for device in devices}
-    half = len(sim_buses) // 2
-    assert [by_bus[bus] for bus in sim_buses] == [0] * half + [1] * half
-
-
-@pytest.mark.parametrize('profile', ['910b-8', 'a3-16', '310p-duo'])
-def test_fake_sysfs_lists_every_numa_cpu_among_the_possible_ones(tmp_path, profile):
-    """The NUMA CPU lists are read against the tree's own CPU count, not the 8192 fallback, and all fit in it."""
-    fake_sysfs.write_sysfs(str(tmp_path), profile)
-    warnings = []
-    sysfs = _ascend_files.RootFS(str(tmp_path))
-    count = _ascend_files.possible_cpu_count(sysfs, warnings.append)
-    assert count == {'910b-8': 192, 'a3-16': 160, '310p-duo': 96}[profile]
-    for cpulist in fake_sysfs.node_cpulists(profile).values():
-        assert max(_ascend_files.expand_cpulist(cpulist, count)) < count
-    assert warnings == []
-
-
-def test_fake_sysfs_cli(tmp_path):
-    proc = subprocess.run([sys.executable, os.path.join(SIM_DIR, 'fake_sysfs.py'), '--out', str(tmp_path), '--profile', '910b-8'],
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=30, check=False)
-    assert (proc.returncode, proc.stderr) == (0, '')
-    assert proc.stdout.split() == ['0000:c1:00.0', '0000:c2:00.0', '0000:81:00.0', '0000:82:00.0',
-                                   '0000:01:00.0', '0000:02:00.0', '0000:41:00.0', '0000:42:00.0']
-    with open(str(tmp_path / 'bus/pci/devices/0000:41:00.0/numa_node')) as numa_node:
-        assert numa_node.read() == '1\n'
-    with open(str(tmp_path / 'devices/system/node/node0/cpulist')) as cpulist:
-        assert cpulist.read() == '0-95\n'
-
-
-# --- integration: the fake Ascend packages installed into a temporary root ------------------------------------------
-
-SIM_KERNEL = '6.1.0-sim-arm64'
-PACKAGES = [
-    ('Ascend-hdk-910b-npu-driver_24.1.rc1_linux-aarch64.run', '--full', '--install-for-all'),
-    ('Ascend-hdk-910b-npu-firmware_7.5.0.3.220.run', '--full'),
-    ('Ascend-cann-toolkit_8.0.0_linux-aarch64.run', '--install', '--install-for-all'),
-    ('Ascend-cann-kernels-910b_8.0.0_linux-aarch64.run', '--install'),
-    ('Ascend-cann-nnal_8.0.0_linux-aarch64.run', '--install'),
-    ('Ascend-docker-runtime_6.0.0_linux-aarch64.run', '--install'),
-]
-
-
-@pytest.mark.skipif(not sys.platform.startswith('linux'), reason='the fake installers are Linux shell scripts')
-@pytest.mark.skipif(shutil.which('makeself') is None, reason='makeself is not installed: the fake .run packages need it')
-@pytest.mark.skipif(shutil.which('dpkg-deb') is None, reason='dpkg-deb is not installed: build_packages.py checks for it')
-def test_facts_of_a_root_the_fake_packages_were_installed_into(tmp_path, warn):
-    out, root, fakebin = tmp_path / 'pkgs', tmp_path / 'root', tmp_path / 'fakebin'
-    build = subprocess.run([sys.executable, os.path.join(SIM_DIR, 'build_packages.py'), '--out', str(out), '--formats', 'run'],
-                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=300, check=False)
-    assert build.returncode == 0, build.stderr
-    assert build.stdout.split() == [name for name, *flags in PACKAGES]
-    # What the driver installer checks under ASCEND_SIM_ROOT: the run user and group, the kernel headers and dkms.
-    make_tree(root, {'/etc/passwd': 'root:x:0:0:root:/root:/bin/bash\nHwHiAiUser:x:1000:1000::/home/HwHiAiUser:/bin/bash\n',
-                     '/etc/group': 'root:x:0:\nHwHiAiUser:x:1000:\n',
-                     '/usr/src/linux-headers-%s/Makefile' % SIM_KERNEL: ''})
-    make_tree(fakebin, {'/dkms': '#!/bin/sh\necho dkms-2.8.7\n'})
-    os.chmod(str(fakebin / 'dkms'), 0o755)
-    env = dict(os.environ, ASCEND_SIM_ROOT=str(root), ASCEND_SIM_KERNEL=SIM_KERNEL, ASCEND_SIM_ARCH='aarch64',
-               PATH=str(fakebin) + os.pathsep + os.environ.get('PATH', '/usr/bin:/bin'), TMPDIR=str(tmp_path))
-    assert env['ASCEND_SIM_ROOT'] not in ('', '/')  # never let an installer loose on this machine's root
-    for name, *flags in PACKAGES:
-        proc = subprocess.run([str(out / name)] + flags + ['--quiet'], env=env, cwd=str(tmp_path), stdin=subprocess.DEVNULL,
-                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=120, check=False)
-        assert proc.returncode == 0, '%s: %s' % (name, proc.stdout)
-
-    facts = run_module({'root': str(root), 'sysfs_path': sysfs_tree(tmp_path)})['ansible_facts']['ascend']
-
-    assert warnings_of(warn) == []
-    driver = facts['driver']
-    assert (driver['version'], driver['package_version'], driver['inner_version'], driver['compatible_firmware']) == \
-        ('24.1.rc1', '24.1.rc1', 'V100R001C15SPC006B220', [{'min': '7.0.0', 'max': '7.7.99'}])
-    firmware = facts['firmware']
-    assert (firmware['version'], firmware['package_version'], firmware['compatible_drivers']) == \
-        ('7.5.0.3.220', '24.1.rc1', [{'min': '24.1.rc1', 'max': '24.1.rc1.'}, {'min': '24.1.0', 'max': '24.1.0.'}])
-    record = facts['install_record']
-    assert (record['user_name'], record['driver_install_path'], record['driver_install_for_all'], record['firmware_install_type']) == \
-        ('HwHiAiUser', '/usr/local/Ascend', True, 'full')
-    assert facts['cann_install_record']['install_path'] == '/usr/local/Ascend'
-    toolkit = facts['toolkit']
-    assert {key: toolkit[key] for key in ('version', 'version_source', 'inner_version', 'arch', 'path', 'found_via', 'layout',
-                                          'install_info', 'set_env', 'installed_versions')} == {
-        'version': '8.0.0', 'version_source': 'install_info', 'inner_version': 'V100R001C20SPC001B251', 'arch': 'aarch64',
-        'path': '/usr/local/Ascend/ascend-toolkit/8.0.0', 'found_via': '/usr/local/Ascend/ascend-toolkit/latest',
-        'layout': 'ascend-toolkit',
-        'install_info': '/usr/local/Ascend/ascend-toolkit/8.0.0/aarch64-linux/ascend_toolkit_install.info',
-        'set_env': '/usr/local/Ascend/ascend-toolkit/set_env.sh', 'installed_versions': ['8.0.0']}
-    assert {kind: entries[0]['version'] for kind, entries in toolkit['version_cfg']['components']['opp_kernel'].items()} == \
-        {'running': '8.0.0', 'upgrade': '8.0.0', 'installed': '8.0.0'}
-    assert facts['kernels'] == {
-        'version': '8.0.0', 'inner_version': 'V100R001C20SPC001B251', 'source': 'version_info', 'socs': ['ascend910b'],
-        'path': '/usr/local/Ascend/ascend-toolkit/8.0.0/opp/built-in/op_impl/ai_core/tbe/kernel/ascend910b/version.info',
-        'required_packages': None}
-    nnal = facts['nnal']
-    assert (nnal['version'], nnal['build_version'], nnal['platform'], nnal['path'], nnal['set_env']) == \
-        ('8.0.0', '8.0.0.B020', 'aarch64', '/usr/local/Ascend/nnal/atb/8.0.0', '/usr/local/Ascend/nnal/atb/set_env.sh')
-    runtime = facts['docker_runtime']
-    assert (runtime['version'], runtime['install_scene'], runtime['injection_mode'], runtime['runtime']) == \
-        ('6.0.0', 'docker', 'legacy', '/usr/local/Ascend/Ascend-Docker-Runtime/ascend-docker-runtime')
-    assert facts['npu_count'] == 8
-    assert facts['hwhiaiuser']['user_in_group'] is True

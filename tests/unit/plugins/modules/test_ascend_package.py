@@ -4,55 +4,51 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
 
-"""ascend_package's main() against a fake host (run_command mocked, installed files in a temporary root), then
-against the simulator's fake Ascend packages, run for real into a temporary root (ASCEND_SIM_ROOT)."""
+"""ascend_package's main() against the fake host: run_command mocked, installed files in a temporary root. (Its
+runs of the simulator's fake Ascend packages for real are in tests/integration/test_ascend_package_installs.py.)"""
 
 from __future__ import annotations
 
 import os
-import platform
 import re
-import shutil
 import subprocess
-import sys
 from unittest import mock
 
 import pytest
 
-from ansible.module_utils import basic
-
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils import _ascend_packages
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._ascend_packages import HostLock
 from ansible_collections.kunpeng_ascend.vllm.plugins.modules import ascend_package
-from ansible_collections.kunpeng_ascend.vllm.tests.unit.plugins.modules.module_harness import (
+from ansible_collections.kunpeng_ascend.vllm.tests.helpers import (
+    DEB_MEMBERS,
+    PARSABLE_LOCALE,
+    TIMEOUT,
     ExitJson,
     FailJson,
-    capture_results,
+    LockHolder,
+    ar_archive,
+    held_by,
+    load_fixture,
+    makeself_archive,
     run_main,
 )
-from ansible_collections.kunpeng_ascend.vllm.tests.unit.plugins.module_utils.lock_holder import LockHolder, held_by
 from ansible_collections.kunpeng_ascend.vllm.tests.unit.plugins.module_utils.test_ascend_packages import (
     ALL_MARKERS,
-    DEB_MEMBERS,
     DRIVER_OK,
     DRIVER_REBOOT,
     FIRMWARE_OK,
     NOT_MAKESELF,
     TOOLKIT_DEB_NO_PYTHON,
     TOOLKIT_OK,
-    ar_archive,
-    load_fixture,
-    makeself_archive,
 )
 
-TIMEOUT = '/usr/bin/timeout'
-LOCALE = '/usr/bin/locale'
 DPKG = '/usr/bin/dpkg'
 DPKG_DEB = '/usr/bin/dpkg-deb'
 DPKG_QUERY = '/usr/bin/dpkg-query'
 RPM = '/usr/bin/rpm'
 PREFIX = [TIMEOUT, '--kill-after=5', '1800']
-PARSABLE_LOCALE = {'LANG': 'C.utf8', 'LC_ALL': 'C.utf8', 'LC_MESSAGES': 'C.utf8'}
+# Where the tests put package files on the fake host.
+SRV = '/srv/ascend'
 CHECK_OK = 'Verifying archive integrity...  100%   SHA256 checksums are OK. All good.\n'
 
 # component: (package file, its version, an older version, the file saying what is installed, its text)
@@ -92,91 +88,45 @@ FIRST_INSTALL_FLAGS = {
 EULA = ('toolkit', 'kernels', 'nnal', 'docker-runtime')
 
 
-class FakeHost:
-    """What the module sees of the host: a file system under ``root``, tools on PATH and the commands' answers."""
-
-    def __init__(self, root):
-        self.root = str(root)
-        self.packages = os.path.join(self.root, 'srv', 'ascend')
-        os.makedirs(self.packages)
-        self.on_path = {'timeout': TIMEOUT, 'locale': LOCALE, 'dpkg': DPKG, 'dpkg-deb': DPKG_DEB,
-                        'dpkg-query': DPKG_QUERY, 'rpm': RPM}
-        self.answers = {}  # argv after the timeout prefix (a tuple) -> (rc, stdout, stderr), or a function giving it
-        self.run_command = mock.Mock(side_effect=self._run)
-        self.get_bin_path = mock.Mock(side_effect=lambda arg, required=False, opt_dirs=None: self.on_path.get(arg))
-        self.warn = mock.Mock()
-
-    def _run(self, argv, **kwargs):
-        if argv == [LOCALE, '-a']:
-            return 0, 'C\nC.utf8\nPOSIX\nen_US.utf8\n', ''
-        command = tuple(argv[3:] if argv[0] == TIMEOUT else argv)
-        answer = self.answers[command]
-        return answer() if callable(answer) else answer
-
-    def calls(self):
-        return [call for call in self.run_command.call_args_list if call.args[0] != [LOCALE, '-a']]
-
-    def path(self, target_path):
-        return os.path.join(self.root, target_path.lstrip('/'))
-
-    def write(self, target_path, text, mode=0o644):
-        full = self.path(target_path)
-        os.makedirs(os.path.dirname(full), exist_ok=True)
-        with open(full, 'w', encoding='utf-8') as handle:
-            handle.write(text)
-        os.chmod(full, mode)
-        return full
-
-    def package(self, name, mode=0o755, data=None):
-        """A package file (never run: run_command is mocked) that passes the checks of its format's file layout: a
-        real makeself header for a .run, an ar archive of a .deb's members for a .deb; else ``data``."""
-        if data is None:
-            by_format = {'.run': makeself_archive(), '.deb': ar_archive(DEB_MEMBERS)}
-            data = by_format.get(os.path.splitext(name)[1], b'#!/bin/sh\nexit 99\n')
-        full = os.path.join(self.packages, name)
-        with open(full, 'wb') as handle:
-            handle.write(data)
-        os.chmod(full, mode)
-        return full
-
-    def install(self, component, version):
-        _name, _version, _older, version_file, text = PACKAGES[component]
-        self.write(version_file, text.format(version))
-
-    def remove(self, component):
-        os.remove(self.path(PACKAGES[component][3]))
-
-    def installs(self, component, version, stdout, rc=0):
-        """An installer answer that leaves ``version`` installed."""
-        def answer():
-            self.install(component, version)
-            return rc, stdout, ''
-        return answer
-
-    def removes(self, component, stdout=''):
-        def answer():
-            self.remove(component)
-            return 0, stdout, ''
-        return answer
-
-
-def lock_in(monkeypatch, directory):
-    """Put the host-wide lock in ``directory``; return its path."""
-    directory.mkdir()
-    monkeypatch.setattr(_ascend_packages, 'LOCK_DIRS', (str(directory),))
-    return str(directory / 'kunpeng_ascend_package.lock')
-
-
 @pytest.fixture
-def host(monkeypatch, tmp_path):
-    fake = FakeHost(tmp_path)
-    fake.lock = lock_in(monkeypatch, tmp_path / 'run-lock')
-    monkeypatch.setattr(basic.AnsibleModule, 'run_command', fake.run_command)
-    monkeypatch.setattr(basic.AnsibleModule, 'get_bin_path', fake.get_bin_path)
-    monkeypatch.setattr(basic.AnsibleModule, 'warn', fake.warn)
-    capture_results(monkeypatch)
-    monkeypatch.setattr(platform, 'machine', lambda: 'aarch64')
-    return fake
+def host(fake_host):
+    """The fake host with dpkg and rpm on PATH; ``package`` puts package files in its /srv/ascend."""
+    fake_host.on_path.update({'dpkg': DPKG, 'dpkg-deb': DPKG_DEB, 'dpkg-query': DPKG_QUERY, 'rpm': RPM})
+    fake_host.mkdir(SRV)
+    return fake_host
+
+
+def package(host, name, mode=0o755, data=None):
+    """A package file (never run: run_command is mocked) that passes the checks of its format's file layout: a
+    real makeself header for a .run, an ar archive of a .deb's members for a .deb; else ``data``."""
+    if data is None:
+        by_format = {'.run': makeself_archive(), '.deb': ar_archive(DEB_MEMBERS)}
+        data = by_format.get(os.path.splitext(name)[1], b'#!/bin/sh\nexit 99\n')
+    return host.write(SRV + '/' + name, data, mode)
+
+
+def install(host, component, version):
+    _name, _version, _older, version_file, text = PACKAGES[component]
+    host.write(version_file, text.format(version))
+
+
+def remove(host, component):
+    os.remove(host.path(PACKAGES[component][3]))
+
+
+def installs(host, component, version, stdout, rc=0):
+    """An installer answer that leaves ``version`` installed."""
+    def answer():
+        install(host, component, version)
+        return rc, stdout, ''
+    return answer
+
+
+def removes(host, component, stdout=''):
+    def answer():
+        remove(host, component)
+        return 0, stdout, ''
+    return answer
 
 
 def run_module(args, outcome=ExitJson):
@@ -204,7 +154,7 @@ def without_run(result):
 
 def module_args(host, package_of, **extra):
     """Arguments for the package of component ``package_of`` (with accept_eula where it is needed)."""
-    args = {'path': host.package(PACKAGES[package_of][0]), 'root': host.root}
+    args = {'path': package(host, PACKAGES[package_of][0]), 'root': host.root}
     if package_of in EULA:
         args['accept_eula'] = True
     args.update(extra)
@@ -220,8 +170,8 @@ def test_first_install_checks_the_archive_then_installs(host, component):
     path = args['path']
     data = 'y' if component == 'docker-runtime' else None
     host.answers[(path, '--check')] = (0, CHECK_OK, '')
-    host.answers[tuple([path] + FIRST_INSTALL_FLAGS[component])] = host.installs(
-        component, version, INSTALL_OUTPUT[component])
+    host.answers[tuple([path] + FIRST_INSTALL_FLAGS[component])] = installs(host, component, version,
+                                                                            INSTALL_OUTPUT[component])
 
     predicted = run_module(dict(args, _ansible_check_mode=True))
     assert host.calls() == [call(path, '--check')]
@@ -245,13 +195,13 @@ def test_first_install_checks_the_archive_then_installs(host, component):
 @pytest.mark.parametrize('component', sorted(PACKAGES))
 def test_latest_upgrades_an_older_version(host, component):
     version, older = PACKAGES[component][1:3]
-    host.install(component, older)
+    install(host, component, older)
     args = module_args(host, component, state='latest')
     path = args['path']
     data = 'y' if component == 'docker-runtime' else None
     stdout = load_fixture(DRIVER_REBOOT) if component == 'driver' else INSTALL_OUTPUT[component]
     host.answers[(path, '--check')] = (0, CHECK_OK, '')
-    host.answers[(path, '--upgrade', '--quiet', '--nox11')] = host.installs(component, version, stdout)
+    host.answers[(path, '--upgrade', '--quiet', '--nox11')] = installs(host, component, version, stdout)
 
     predicted = run_module(dict(args, _ansible_check_mode=True))
     result = run_module(args)
@@ -266,7 +216,7 @@ def test_latest_upgrades_an_older_version(host, component):
 @pytest.mark.parametrize('component', sorted(PACKAGES))
 def test_present_leaves_another_installed_version_alone(host, component):
     version, older = PACKAGES[component][1:3]
-    host.install(component, older)
+    install(host, component, older)
     assert run_module(module_args(host, component)) == outcome(component, version, older, older, 'none')
     assert host.calls() == []
 
@@ -274,12 +224,12 @@ def test_present_leaves_another_installed_version_alone(host, component):
 @pytest.mark.parametrize('component', sorted(PACKAGES))
 def test_absent_uninstalls_with_the_run(host, component):
     version = PACKAGES[component][1]
-    host.install(component, version)
+    install(host, component, version)
     args = module_args(host, component, state='absent', accept_eula=False)
     path = args['path']
     stdout = 'Driver package uninstalled successfully! Reboot needed for uninstallation to take effect!\n'
     host.answers[(path, '--check')] = (0, CHECK_OK, '')
-    host.answers[(path, '--uninstall', '--quiet', '--nox11')] = host.removes(component, stdout)
+    host.answers[(path, '--uninstall', '--quiet', '--nox11')] = removes(host, component, stdout)
 
     predicted = run_module(dict(args, _ansible_check_mode=True))
     assert os.path.exists(host.path(PACKAGES[component][3]))
@@ -296,11 +246,11 @@ def test_absent_uninstalls_with_the_run(host, component):
 @pytest.mark.parametrize('component', ['driver', 'firmware', 'toolkit', 'docker-runtime'])
 def test_absent_of_another_version_runs_its_own_uninstall_script(host, component):
     version, older, version_file = PACKAGES[component][1:4]
-    host.install(component, older)
+    install(host, component, older)
     script = host.write(os.path.join(os.path.dirname(version_file), 'script', 'uninstall.sh'), '#!/bin/sh\n', 0o755)
     args = module_args(host, component, state='absent')
     host.answers[(args['path'], '--check')] = (0, CHECK_OK, '')
-    host.answers[(script,)] = host.removes(component)
+    host.answers[(script,)] = removes(host, component)
     result = run_module(args)
     assert host.calls() == [call(args['path'], '--check'), call(script)]
     assert result == outcome(component, version, older, None, 'uninstall', reboot=component == 'firmware',
@@ -308,10 +258,10 @@ def test_absent_of_another_version_runs_its_own_uninstall_script(host, component
 
 
 def test_absent_of_another_version_without_a_script_uses_the_run(host):
-    host.install('nnal', '8.0.T63')
+    install(host, 'nnal', '8.0.T63')
     args = module_args(host, 'nnal', state='absent')
     host.answers[(args['path'], '--check')] = (0, CHECK_OK, '')
-    host.answers[(args['path'], '--uninstall', '--quiet', '--nox11')] = host.removes('nnal')
+    host.answers[(args['path'], '--uninstall', '--quiet', '--nox11')] = removes(host, 'nnal')
     assert run_module(args)['action'] == 'uninstall'
     assert host.calls()[-1] == call(args['path'], '--uninstall', '--quiet', '--nox11')
 
@@ -379,7 +329,7 @@ def test_docker_runtime_scene_through_extra_args(host):
     args = module_args(host, 'docker-runtime', extra_args=['--install-scene=containerd'])
     argv = (args['path'], '--install', '--quiet', '--nox11', '--install-scene=containerd')
     host.answers[(args['path'], '--check')] = (0, CHECK_OK, '')
-    host.answers[argv] = host.installs('docker-runtime', '6.0.0', INSTALL_OUTPUT['docker-runtime'])
+    host.answers[argv] = installs(host, 'docker-runtime', '6.0.0', INSTALL_OUTPUT['docker-runtime'])
     assert run_module(args)['action'] == 'install'
     assert host.calls()[-1] == call(*argv, data='y')
 
@@ -387,7 +337,7 @@ def test_docker_runtime_scene_through_extra_args(host):
 def test_install_username_is_ignored_with_a_warning_for_the_firmware(host):
     args = module_args(host, 'firmware', install_username='root', install_usergroup='root')
     host.answers[(args['path'], '--check')] = (0, CHECK_OK, '')
-    host.answers[(args['path'], '--full', '--quiet', '--nox11')] = host.installs('firmware', '7.5.0.2.220', '')
+    host.answers[(args['path'], '--full', '--quiet', '--nox11')] = installs(host, 'firmware', '7.5.0.2.220', '')
     assert run_module(args)['action'] == 'install'
     host.warn.assert_called_once_with('install_username and install_usergroup are ignored for the firmware package')
 
@@ -401,7 +351,7 @@ def test_install_username_needs_install_usergroup(host):
 def test_timeout_option(host):
     args = module_args(host, 'driver', timeout=0)
     host.answers[(args['path'], '--check')] = (0, CHECK_OK, '')
-    host.answers[tuple([args['path']] + FIRST_INSTALL_FLAGS['driver'])] = host.installs('driver', '25.0.rc1.1', '')
+    host.answers[tuple([args['path']] + FIRST_INSTALL_FLAGS['driver'])] = installs(host, 'driver', '25.0.rc1.1', '')
     result = run_module(args)
     assert host.calls()[-1] == mock.call([args['path']] + FIRST_INSTALL_FLAGS['driver'], data=None,
                                          environ_update=PARSABLE_LOCALE, check_rc=False)
@@ -411,23 +361,23 @@ def test_timeout_option(host):
 def test_firmware_exit_code_2_counts_as_success(host):
     args = module_args(host, 'firmware')
     host.answers[(args['path'], '--check')] = (0, CHECK_OK, '')
-    host.answers[(args['path'], '--full', '--quiet', '--nox11')] = host.installs(
-        'firmware', '7.5.0.2.220', INSTALL_OUTPUT['firmware'], rc=2)
+    host.answers[(args['path'], '--full', '--quiet', '--nox11')] = installs(host, 'firmware', '7.5.0.2.220',
+                                                                            INSTALL_OUTPUT['firmware'], rc=2)
     result = run_module(args)
     assert (result['changed'], result['after'], result['reboot_required']) == (True, '7.5.0.2.220', True)
 
 
 def test_component_option_for_a_renamed_run(host):
-    path = host.package('npu-driver_25.0.rc1.1_linux-aarch64.run')
+    path = package(host, 'npu-driver_25.0.rc1.1_linux-aarch64.run')
     host.answers[(path, '--check')] = (0, CHECK_OK, '')
-    host.answers[tuple([path] + FIRST_INSTALL_FLAGS['driver'])] = host.installs('driver', '25.0.rc1.1', '')
+    host.answers[tuple([path] + FIRST_INSTALL_FLAGS['driver'])] = installs(host, 'driver', '25.0.rc1.1', '')
     result = run_module({'path': path, 'root': host.root, 'component': 'driver'})
     assert (result['component'], result['package_version'], result['action']) == ('driver', '25.0.rc1.1', 'install')
 
 
 def test_component_option_overrides_the_name_with_a_warning(host):
     args = module_args(host, 'driver', component='firmware')
-    host.install('firmware', '25.0.rc1.1')
+    install(host, 'firmware', '25.0.rc1.1')
     assert run_module(args)['action'] == 'none'
     host.warn.assert_called_once_with(
         'component is firmware, but Ascend-hdk-910b-npu-driver_25.0.rc1.1_linux-aarch64.run is named like a driver '
@@ -447,25 +397,25 @@ def test_eula_must_be_accepted_before_anything_runs(host, component):
 
 
 def test_no_eula_needed_when_nothing_is_to_be_done(host):
-    host.install('toolkit', '8.0.0')
+    install(host, 'toolkit', '8.0.0')
     assert run_module(module_args(host, 'toolkit', accept_eula=False))['action'] == 'none'
 
 
 def test_downgrade_is_refused_unless_allowed(host):
-    host.install('driver', '26.0.rc1')
+    install(host, 'driver', '26.0.rc1')
     args = module_args(host, 'driver', state='latest')
     assert run_module(args, FailJson) == {
         'msg': 'the package version 25.0.rc1.1 is older than the installed 26.0.rc1: set allow_downgrade to true '
                'to downgrade'}
     assert host.calls() == []
     host.answers[(args['path'], '--check')] = (0, CHECK_OK, '')
-    host.answers[(args['path'], '--upgrade', '--quiet', '--nox11')] = host.installs('driver', '25.0.rc1.1', '')
+    host.answers[(args['path'], '--upgrade', '--quiet', '--nox11')] = installs(host, 'driver', '25.0.rc1.1', '')
     result = run_module(dict(args, allow_downgrade=True))
     assert (result['action'], result['before'], result['after']) == ('upgrade', '26.0.rc1', '25.0.rc1.1')
 
 
 def test_a_package_for_another_architecture_is_refused_before_anything_runs(host):
-    path = host.package('Ascend-hdk-910b-npu-driver_25.0.rc1.1_linux-x86-64.run')
+    path = package(host, 'Ascend-hdk-910b-npu-driver_25.0.rc1.1_linux-x86-64.run')
     for check_mode in (True, False):
         assert run_module({'path': path, '_ansible_check_mode': check_mode}, FailJson) == {
             'msg': 'Ascend-hdk-910b-npu-driver_25.0.rc1.1_linux-x86-64.run is built for x86_64, but this host is '
@@ -489,26 +439,26 @@ def test_archive_check_failure_installs_nothing(host):
 
 
 def test_a_run_that_is_not_executable(host):
-    path = host.package(PACKAGES['driver'][0], mode=0o644)
+    path = package(host, PACKAGES['driver'][0], mode=0o644)
     assert run_module({'path': path, 'root': host.root}, FailJson) == {
         'msg': '%s is not executable: copy it with mode 0755 (or chmod +x it)' % path}
     assert host.calls() == []
 
 
 def test_unknown_extension(host):
-    path = host.package('Ascend-hdk-910b-npu-driver_25.0.rc1.1_linux-aarch64.zip')
+    path = package(host, 'Ascend-hdk-910b-npu-driver_25.0.rc1.1_linux-aarch64.zip')
     assert run_module({'path': path}, FailJson) == {
         'msg': 'path: %s is not a .run, .deb or .rpm file (the package format is chosen by the file name extension)'
                % path}
 
 
 def test_path_that_is_not_a_file(host):
-    assert run_module({'path': host.packages}, FailJson) == {
-        'msg': 'path: %s is not a file on the managed host' % host.packages}
+    assert run_module({'path': host.path(SRV)}, FailJson) == {
+        'msg': 'path: %s is not a file on the managed host' % host.path(SRV)}
 
 
 def test_unknown_run_name(host):
-    path = host.package('driver.run')
+    path = package(host, 'driver.run')
     assert run_module({'path': path}, FailJson) == {
         'msg': 'cannot tell which Ascend component driver.run is from its name (Huawei names them like '
                'Ascend-hdk-910b-npu-driver_24.1.rc1_linux-aarch64.run): set the component option'}
@@ -518,7 +468,7 @@ def test_unknown_run_name(host):
 
 
 def test_install_path_is_refused_for_a_deb(host):
-    path = host.package('Ascend-cann-toolkit_8.0.0_linux-aarch64.deb')
+    path = package(host, 'Ascend-cann-toolkit_8.0.0_linux-aarch64.deb')
     assert run_module({'path': path, 'install_path': '/data/cann'}, FailJson) == {
         'msg': 'install_path is only supported for .run packages, not for Ascend-cann-toolkit_8.0.0_linux-aarch64.deb'}
     assert host.calls() == []
@@ -562,7 +512,7 @@ def test_success_without_the_version_file_is_a_failure(host):
 
 
 def test_uninstall_that_leaves_the_component_is_a_failure(host):
-    host.install('firmware', '7.5.0.2.220')
+    install(host, 'firmware', '7.5.0.2.220')
     args = module_args(host, 'firmware', state='absent')
     host.answers[(args['path'], '--check')] = (0, CHECK_OK, '')
     host.answers[(args['path'], '--uninstall', '--quiet', '--nox11')] = (0, '', '')
@@ -621,7 +571,7 @@ def deb_checks(path):
 
 
 def test_deb_install_check_mode_and_idempotence(host):
-    path = host.package(DEB, 0o644)
+    path = package(host, DEB, 0o644)
     dpkg = Dpkg(host, path)
     host.answers[(DPKG, '-i', path)] = dpkg.sets('8.0.0', 'Setting up ascend-cann-toolkit (8.0.0) ...\n')
     args = {'path': path, 'accept_eula': True}
@@ -636,7 +586,7 @@ def test_deb_install_check_mode_and_idempotence(host):
 
 
 def test_deb_upgrade_with_extra_args_and_removal(host):
-    path = host.package(DEB, 0o644)
+    path = package(host, DEB, 0o644)
     dpkg = Dpkg(host, path, installed='8.0.RC3')
     host.answers[(DPKG, '-i', '--force-overwrite', path)] = dpkg.sets('8.0.0')
     result = run_module({'path': path, 'state': 'latest', 'accept_eula': True, 'extra_args': ['--force-overwrite']})
@@ -655,7 +605,7 @@ def test_deb_upgrade_with_extra_args_and_removal(host):
 
 
 def test_deb_failure_reports_the_maintainer_script_errors(host):
-    path = host.package(DEB, 0o644)
+    path = package(host, DEB, 0o644)
     Dpkg(host, path)
     stdout = load_fixture(TOOLKIT_DEB_NO_PYTHON)
     host.answers[(DPKG, '-i', path)] = (1, stdout, '')
@@ -669,7 +619,7 @@ def test_deb_failure_reports_the_maintainer_script_errors(host):
 
 
 def test_deb_half_configured_counts_as_not_installed_with_a_warning(host):
-    path = host.package(DEB, 0o644)
+    path = package(host, DEB, 0o644)
     host.answers[(DPKG_DEB, '-f', path, 'Package', 'Version', 'Architecture')] = (0, DEB_CONTROL, '')
     host.answers[(DPKG_QUERY, '-W', '-f=${Status}\t${Version}', 'ascend-cann-toolkit')] = (
         0, 'install ok half-configured\t8.0.0', '')
@@ -680,7 +630,7 @@ def test_deb_half_configured_counts_as_not_installed_with_a_warning(host):
 
 
 def test_deb_component_from_its_package_name_and_architecture_from_its_control(host):
-    path = host.package('toolkit.deb', 0o644)
+    path = package(host, 'toolkit.deb', 0o644)
     host.answers[(DPKG_DEB, '-f', path, 'Package', 'Version', 'Architecture')] = (
         0, 'Package: ascend-cann-toolkit\nVersion: 8.0.0\nArchitecture: amd64\n', '')
     assert run_module({'path': path, 'accept_eula': True}, FailJson) == {
@@ -689,7 +639,7 @@ def test_deb_component_from_its_package_name_and_architecture_from_its_control(h
 
 
 def test_deb_without_dpkg(host):
-    path = host.package(DEB, 0o644)
+    path = package(host, DEB, 0o644)
     del host.on_path['dpkg-deb']
     assert run_module({'path': path}, FailJson) == {
         'msg': 'dpkg-deb was found not in PATH: install dpkg (needed for .deb packages)'}
@@ -733,7 +683,7 @@ def rpm_checks(path):
 
 
 def test_rpm_install_upgrade_downgrade_and_removal(host):
-    path = host.package(RPM_FILE, 0o644)
+    path = package(host, RPM_FILE, 0o644)
     rpmdb = Rpmdb(host, path)
     stdout = load_fixture(DRIVER_REBOOT)
     host.answers[(RPM, '-Uvh', path)] = rpmdb.sets('25.0.rc1.1', stdout)
@@ -766,7 +716,7 @@ def test_rpm_install_upgrade_downgrade_and_removal(host):
 
 
 def test_rpm_several_installed_versions(host):
-    path = host.package(RPM_FILE, 0o644)
+    path = package(host, RPM_FILE, 0o644)
     Rpmdb(host, path, installed='24.1.rc3.7\n25.0.rc1.1\n24.1.0')
     result = run_module({'path': path, 'state': 'latest'})
     assert (result['action'], result['before']) == ('none', '25.0.rc1.1')
@@ -775,7 +725,7 @@ def test_rpm_several_installed_versions(host):
 
 
 def test_rpm_query_failure(host):
-    path = host.package(RPM_FILE, 0o644)
+    path = package(host, RPM_FILE, 0o644)
     host.answers[(RPM, '-qp', '--qf', '%{NAME}\\n%{VERSION}\\n%{ARCH}\\n', path)] = (
         1, '', 'error: open of %s failed: Permission denied\n' % path)
     assert run_module({'path': path}, FailJson) == {
@@ -798,8 +748,8 @@ DRIVER_RUN = PACKAGES['driver'][0]
     (makeself_archive()[:600], 'filesizes=, MS_Printf'),
 ])
 def test_a_run_that_is_not_a_makeself_archive_is_never_run(host, data, missing):
-    path = host.package(DRIVER_RUN, data=data)
-    host.install('driver', '24.1.rc3.7')
+    path = package(host, DRIVER_RUN, data=data)
+    install(host, 'driver', '24.1.rc3.7')
     for state in ('present', 'latest', 'absent'):
         for check_mode in (True, False):
             assert run_module({'path': path, 'root': host.root, 'state': state, '_ansible_check_mode': check_mode},
@@ -808,11 +758,11 @@ def test_a_run_that_is_not_a_makeself_archive_is_never_run(host, data, missing):
 
 
 def test_an_empty_or_cut_run_is_never_run(host):
-    path = host.package(DRIVER_RUN, data=b'')
+    path = package(host, DRIVER_RUN, data=b'')
     for check_mode in (True, False):
         assert run_module({'path': path, 'root': host.root, '_ansible_check_mode': check_mode}, FailJson) == {
             'msg': '%s is empty, not a makeself archive, so nothing was run: download the package again' % path}
-    path = host.package(DRIVER_RUN, data=makeself_archive()[:10000])
+    path = package(host, DRIVER_RUN, data=makeself_archive()[:10000])
     for check_mode in (True, False):
         assert run_module({'path': path, 'root': host.root, '_ansible_check_mode': check_mode}, FailJson) == {
             'msg': '%s has 10000 bytes, which end inside its 719-line makeself header: it is cut short, so nothing was '
@@ -821,10 +771,10 @@ def test_an_empty_or_cut_run_is_never_run(host):
 
 
 def test_a_relative_path_is_made_absolute_before_it_is_checked_or_run(host, monkeypatch):
-    monkeypatch.chdir(host.packages)
-    path = host.package(DRIVER_RUN)
+    monkeypatch.chdir(host.path(SRV))
+    path = package(host, DRIVER_RUN)
     host.answers[(path, '--check')] = (0, CHECK_OK, '')
-    host.answers[tuple([path] + FIRST_INSTALL_FLAGS['driver'])] = host.installs('driver', '25.0.rc1.1', '')
+    host.answers[tuple([path] + FIRST_INSTALL_FLAGS['driver'])] = installs(host, 'driver', '25.0.rc1.1', '')
     result = run_module({'path': DRIVER_RUN, 'root': host.root})
     assert host.calls() == [call(path, '--check'), call(path, *FIRST_INSTALL_FLAGS['driver'])]
     assert result['cmd'] == PREFIX + [path] + FIRST_INSTALL_FLAGS['driver']
@@ -838,7 +788,7 @@ def test_a_relative_path_is_made_absolute_before_it_is_checked_or_run(host, monk
                                           ('Ascend-hdk-910b-npu-driver_24.1.0.._linux-aarch64.run', '24.1.0..'),
                                           ('Ascend-hdk-910b-npu-driver_24.1.spc1_linux-aarch64.run', '24.1.spc1')])
 def test_a_run_version_that_does_not_parse_is_refused_before_anything_runs(host, name, version):
-    path = host.package(name)
+    path = package(host, name)
     error = {'8..0': "'8..0' is not a version: '' is neither a number nor a tag such as rc1, post2 or b010",
              '24.1.0..': "'24.1.0..' is not a version: '' is neither a number nor a tag such as rc1, post2 or b010",
              '24.1.spc1': "'24.1.spc1' is not a version: 'spc1' is neither a number nor a tag such as rc1, post2 or "
@@ -851,7 +801,7 @@ def test_a_run_version_that_does_not_parse_is_refused_before_anything_runs(host,
 
 
 def test_a_deb_version_that_does_not_parse_is_refused_after_reading_its_control_data(host):
-    path = host.package(DEB, 0o644)
+    path = package(host, DEB, 0o644)
     host.answers[(DPKG_DEB, '-f', path, 'Package', 'Version', 'Architecture')] = (
         0, 'Package: ascend-cann-toolkit\nVersion: 8..0\nArchitecture: arm64\n', '')
     for check_mode in (True, False):
@@ -863,7 +813,7 @@ def test_a_deb_version_that_does_not_parse_is_refused_after_reading_its_control_
 
 
 def test_an_rpm_version_that_does_not_parse_is_refused_after_reading_its_header(host):
-    path = host.package(RPM_FILE, 0o644)
+    path = package(host, RPM_FILE, 0o644)
     query = (RPM, '-qp', '--qf', '%{NAME}\\n%{VERSION}\\n%{ARCH}\\n', path)
     host.answers[query] = (0, 'ascend-hdk-910b-npu-driver\n25..0\naarch64\n', '')
     assert run_module({'path': path, '_ansible_check_mode': True}, FailJson) == {
@@ -874,7 +824,7 @@ def test_an_rpm_version_that_does_not_parse_is_refused_after_reading_its_header(
 
 
 def test_a_deb_cut_short_is_refused_before_dpkg_reads_it(host):
-    path = host.package(DEB, 0o644, data=ar_archive(DEB_MEMBERS)[:647])
+    path = package(host, DEB, 0o644, data=ar_archive(DEB_MEMBERS)[:647])
     Dpkg(host, path)
     for check_mode in (True, False):
         assert run_module({'path': path, 'accept_eula': True, '_ansible_check_mode': check_mode}, FailJson) == {
@@ -883,7 +833,7 @@ def test_a_deb_cut_short_is_refused_before_dpkg_reads_it(host):
     assert host.calls() == []
 
 
-@pytest.mark.skipif(shutil.which('dpkg-deb') is None, reason='needs dpkg-deb (apt-get install dpkg)')
+@pytest.mark.needs_tools('dpkg-deb')
 def test_the_first_half_of_a_real_deb_is_refused_in_check_mode(host, tmp_path):
     tree = tmp_path / 'tree'
     (tree / 'DEBIAN').mkdir(parents=True)
@@ -895,7 +845,7 @@ def test_the_first_half_of_a_real_deb_is_refused_in_check_mode(host, tmp_path):
     subprocess.run(['dpkg-deb', '--root-owner-group', '-b', str(tree), whole], check=True, stdout=subprocess.DEVNULL)
     with open(whole, 'rb') as handle:
         data = handle.read()
-    path = host.package(DEB, 0o644, data=data[:len(data) // 2])
+    path = package(host, DEB, 0o644, data=data[:len(data) // 2])
     Dpkg(host, path)
     result = run_module({'path': path, 'accept_eula': True, '_ansible_check_mode': True}, FailJson)
     assert re.match(r'^%s is cut short: its member data\.tar(\.[a-z]+)? ends at byte [0-9]+, but the file has %d '
@@ -905,7 +855,7 @@ def test_the_first_half_of_a_real_deb_is_refused_in_check_mode(host, tmp_path):
 
 
 def test_a_deb_that_fails_its_archive_check_installs_nothing(host):
-    path = host.package(DEB, 0o644)
+    path = package(host, DEB, 0o644)
     Dpkg(host, path)
     # what dpkg-deb 1.21.22 printed for a .deb with 100 bytes of its data.tar.xz inverted (only the size differs)
     stderr = ("dpkg-deb (subprocess): decompressing archive '%s' (size=1294) member 'data.tar': lzma error: "
@@ -925,7 +875,7 @@ def test_a_deb_that_fails_its_archive_check_installs_nothing(host):
 
 
 def test_an_rpm_that_fails_its_digest_check_installs_nothing(host):
-    path = host.package(RPM_FILE, 0o644)
+    path = package(host, RPM_FILE, 0o644)
     Rpmdb(host, path)
     # rpm 4.14 and later print the failing classes in upper case
     host.answers[(RPM, '-K', '--nosignature', path)] = (1, '%s: DIGESTS NOT OK\n' % path, '')
@@ -962,7 +912,7 @@ def test_the_lock_is_held_from_reading_the_installed_version_to_reading_it_again
         return read_installed(installed)
     monkeypatch.setattr(_ascend_packages.InstalledRun, 'version', version)
     host.answers[(path, '--check')] = (0, CHECK_OK, '')
-    install = host.installs('driver', '25.0.rc1.1', '')
+    install = installs(host, 'driver', '25.0.rc1.1', '')
 
     def installer():
         held.append(('install', lock_is_held(host.lock)))
@@ -985,9 +935,9 @@ def test_a_run_waits_for_the_lock_and_fails_naming_its_holder(host, check_mode):
         message = run_module(args, FailJson)['msg']
         assert held_by(host.lock, holder.pid, 'the other run', 1).match(message), message
         assert host.calls() == []
-    host.install('driver', '25.0.rc1.1')
+    install(host, 'driver', '25.0.rc1.1')
     assert run_module(args)['action'] == 'none'
-    host.install('driver', '25.0.rc1.1')
+    install(host, 'driver', '25.0.rc1.1')
     assert run_module(args)['action'] == 'none'
 
 
@@ -1003,229 +953,3 @@ def test_a_negative_lock_timeout_is_refused(host):
     assert run_module(module_args(host, 'driver', lock_timeout=-1), FailJson) == {
         'msg': 'lock_timeout must be 0 (do not wait) or a number of seconds, not -1'}
     assert host.calls() == []
-
-
-# ---------------------------------------------------------------------------------------------------- the simulator
-# The fake Ascend packages of tests/simulator/build_packages.py, run for real (run_command is NOT mocked) into a
-# temporary root: ASCEND_SIM_ROOT for the installers, the module's root option for reading what they wrote.
-
-REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), os.pardir, os.pardir, os.pardir, os.pardir))
-BUILDER = os.path.join(REPO, 'tests', 'simulator', 'build_packages.py')
-KERNEL = '6.1.0-sim'
-ARCH = 'aarch64' if platform.machine() in ('aarch64', 'arm64') else 'x86_64'
-ARCH_NAME = 'aarch64' if ARCH == 'aarch64' else 'x86-64'
-
-simulator = pytest.mark.skipif(
-    not sys.platform.startswith('linux') or shutil.which('makeself') is None or shutil.which('dpkg-deb') is None,
-    reason='the fake Ascend packages need Linux, makeself and dpkg-deb (apt-get install makeself dpkg)')
-
-
-def build(out, *args):
-    proc = subprocess.run([sys.executable, BUILDER, '--out', str(out), '--arch', ARCH] + list(args),
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=120, check=False)
-    assert proc.returncode == 0, proc.stderr
-    return dict((name.split('_')[0], os.path.join(str(out), name)) for name in proc.stdout.split()
-                if name.endswith('.run'))
-
-
-@pytest.fixture(scope='module')
-def sim_packages(tmp_path_factory):
-    first = build(tmp_path_factory.mktemp('packages'))
-    newer = build(tmp_path_factory.mktemp('newer'), '--only', 'driver,toolkit', '--formats', 'run',
-                  '--driver', '24.1.0', '--cann', '8.0.1')
-    return first, newer
-
-
-@pytest.fixture
-def sim_root(tmp_path, monkeypatch):
-    """A temporary root with HwHiAiUser, kernel headers and a stand-in dkms; the installers are pointed at it."""
-    root = tmp_path / 'root'
-    (root / 'etc').mkdir(parents=True)
-    (root / 'etc' / 'passwd').write_text('root:x:0:0:root:/root:/bin/bash\n'
-                                         'HwHiAiUser:x:1000:1000::/home/HwHiAiUser:/bin/bash\n')
-    (root / 'etc' / 'group').write_text('root:x:0:\nHwHiAiUser:x:1000:\n')
-    (root / 'usr' / 'src' / ('linux-headers-' + KERNEL)).mkdir(parents=True)
-    fakebin = tmp_path / 'fakebin'
-    fakebin.mkdir()
-    (fakebin / 'dkms').write_text('#!/bin/sh\necho dkms-2.8.7\n')
-    (fakebin / 'dkms').chmod(0o755)
-    monkeypatch.setenv('ASCEND_SIM_ROOT', str(root))
-    monkeypatch.setenv('ASCEND_SIM_KERNEL', KERNEL)
-    monkeypatch.setenv('ASCEND_SIM_ARCH', ARCH)
-    monkeypatch.delenv('ASCEND_SIM_DRIVER_REBOOT', raising=False)
-    monkeypatch.setenv('PATH', str(fakebin) + os.pathsep + os.environ.get('PATH', '/usr/bin:/bin'))
-    monkeypatch.setenv('TMPDIR', str(tmp_path))
-    capture_results(monkeypatch)
-    monkeypatch.setattr(basic.AnsibleModule, 'warn', mock.Mock())
-    lock_in(monkeypatch, tmp_path / 'run-lock')
-    # Never let an installer loose on this machine's root.
-    assert os.environ['ASCEND_SIM_ROOT'] not in ('', '/')
-    return root
-
-
-def sim_run(args, outcome_class=ExitJson):
-    assert os.environ.get('ASCEND_SIM_ROOT') not in (None, '', '/')
-    return run_module(args, outcome_class)
-
-
-def four_runs(args, changes):
-    """Check mode, real run, idempotent check mode, idempotent real run; check mode predicts the real run."""
-    predicted = sim_run(dict(args, _ansible_check_mode=True))
-    result = sim_run(args)
-    assert predicted == without_run(result)
-    assert result['changed'] is changes
-    again = sim_run(dict(args, _ansible_check_mode=True))
-    assert again['changed'] is False and again['action'] == 'none'
-    assert sim_run(args) == again
-    return result
-
-
-def sim_cmd(result):
-    """The installer command of a real run, after the coreutils timeout prefix (wherever timeout is)."""
-    assert os.path.basename(result['cmd'][0]) == 'timeout' and result['cmd'][1:3] == ['--kill-after=5', '1800']
-    return result['cmd'][3:]
-
-
-def read_version(path, key='Version'):
-    with open(str(path), encoding='utf-8') as handle:
-        return dict(line.strip().split('=', 1) for line in handle if '=' in line)[key]
-
-
-@simulator
-def test_sim_driver_install_upgrade_and_uninstall(sim_packages, sim_root):
-    first, newer = sim_packages
-    driver, newer_driver = first['Ascend-hdk-910b-npu-driver'], newer['Ascend-hdk-910b-npu-driver']
-    version_info = sim_root / 'usr' / 'local' / 'Ascend' / 'driver' / 'version.info'
-
-    predicted = sim_run({'path': driver, 'root': str(sim_root), '_ansible_check_mode': True})
-    assert predicted == outcome('driver', '24.1.rc1', None, '24.1.rc1', 'install')
-    assert not version_info.exists()
-    result = four_runs({'path': driver, 'root': str(sim_root)}, True)
-    assert sim_cmd(result) == [driver, '--full', '--quiet', '--nox11', '--install-for-all']
-    assert 'Driver package installed successfully! The new version takes effect immediately.' in result['stdout']
-    assert read_version(version_info) == '24.1.rc1'
-
-    result = four_runs({'path': newer_driver, 'root': str(sim_root), 'state': 'latest'}, True)
-    assert without_run(result) == outcome('driver', '24.1.0', '24.1.rc1', '24.1.0', 'upgrade', reboot=True)
-    assert sim_cmd(result) == [newer_driver, '--upgrade', '--quiet', '--nox11']
-    assert read_version(version_info) == '24.1.0'
-
-    # the older package file removes the newer driver with the driver's own uninstall.sh
-    result = four_runs({'path': driver, 'root': str(sim_root), 'state': 'absent'}, True)
-    assert without_run(result) == outcome('driver', '24.1.rc1', '24.1.0', None, 'uninstall', reboot=True)
-    assert sim_cmd(result) == [str(sim_root / 'usr' / 'local' / 'Ascend' / 'driver' / 'script' / 'uninstall.sh')]
-    assert not version_info.exists()
-
-
-@simulator
-def test_sim_whole_stack_install_upgrade_and_removal(sim_packages, sim_root):
-    first, newer = sim_packages
-    stack = [('driver', 'Ascend-hdk-910b-npu-driver', '24.1.rc1'),
-             ('firmware', 'Ascend-hdk-910b-npu-firmware', '7.5.0.3.220'),
-             ('toolkit', 'Ascend-cann-toolkit', '8.0.0'),
-             ('kernels', 'Ascend-cann-kernels-910b', '8.0.0'),
-             ('nnal', 'Ascend-cann-nnal', '8.0.0'),
-             ('docker-runtime', 'Ascend-docker-runtime', '6.0.0')]
-    for component, stem, version in stack:
-        args = {'path': first[stem], 'root': str(sim_root), 'accept_eula': True}
-        result = four_runs(args, True)
-        assert without_run(result) == outcome(component, version, None, version, 'install',
-                                              reboot=component == 'firmware'), result['stdout']
-    daemon = (sim_root / 'etc' / 'docker' / 'daemon.json').read_text()
-    assert '/usr/local/Ascend/Ascend-Docker-Runtime/ascend-docker-runtime' in daemon
-
-    # a newer toolkit replaces the old version directory, and the kernels installed in it with it
-    result = four_runs({'path': newer['Ascend-cann-toolkit'], 'root': str(sim_root), 'state': 'latest',
-                        'accept_eula': True}, True)
-    assert without_run(result) == outcome('toolkit', '8.0.1', '8.0.0', '8.0.1', 'upgrade')
-    assert sim_run({'path': first['Ascend-cann-kernels-910b'], 'root': str(sim_root),
-                    '_ansible_check_mode': True, 'accept_eula': True})['before'] is None
-
-    for component, stem, version in reversed(stack):
-        if component == 'kernels':
-            continue
-        args = {'path': first[stem], 'root': str(sim_root), 'state': 'absent'}
-        result = four_runs(args, True)
-        assert result['action'] == 'uninstall' and result['after'] is None, result
-    ascend = sim_root / 'usr' / 'local' / 'Ascend'
-    assert sorted(os.listdir(str(ascend))) == []
-
-
-@simulator
-def test_sim_failure_reports_the_installer_error_and_its_log(sim_packages, sim_root):
-    first = sim_packages[0]
-    driver = first['Ascend-hdk-910b-npu-driver']
-    (sim_root / 'etc' / 'passwd').write_text('root:x:0:0:root:/root:/bin/bash\n')
-    result = sim_run({'path': driver, 'root': str(sim_root)}, FailJson)
-    assert result['msg'] == (
-        'Installing driver 24.1.rc1 from Ascend-hdk-910b-npu-driver_24.1.rc1_linux-%s.run failed (rc=1): '
-        '[ERROR]ERR_NO:0x0091;ERR_DES:HwHiAiUser not exists! Please add HwHiAiUser. Hint: create the run user and '
-        'group first (HwHiAiUser by default, see the Ascend install guide), or set install_username and '
-        'install_usergroup to existing ones' % ARCH_NAME)
-    assert result['rc'] == 1
-    assert any(line.endswith('[ERROR]ERR_NO:0x0091;ERR_DES:HwHiAiUser not exists! Please add HwHiAiUser')
-               for line in result['install_log'])
-    assert not (sim_root / 'usr' / 'local' / 'Ascend' / 'driver').exists()
-
-
-@simulator
-def test_sim_corrupted_archive_fails_its_check(tmp_path, sim_root):
-    driver = build(tmp_path / 'corrupted', '--only', 'driver', '--formats', 'run', '--corrupt', 'npu-driver')
-    driver = driver['Ascend-hdk-910b-npu-driver']
-    for check_mode in (True, False):
-        result = sim_run({'path': driver, 'root': str(sim_root), '_ansible_check_mode': check_mode}, FailJson)
-        assert result['msg'].startswith('Ascend-hdk-910b-npu-driver_24.1.rc1_linux-%s.run failed its archive check '
-                                        '(--check, rc=2), so nothing was installed: ' % ARCH_NAME)
-        assert 'Error in SHA256 checksums' in result['msg']
-        assert sim_cmd(result) == [driver, '--check']
-    assert not (sim_root / 'usr').joinpath('local').exists()
-
-
-@simulator
-def test_sim_a_script_named_like_a_package_is_never_executed(tmp_path, sim_root):
-    marker = tmp_path / 'executed'
-    path = tmp_path / ('Ascend-hdk-910b-npu-driver_24.1.rc1_linux-%s.run' % ARCH_NAME)
-    path.write_text('#!/bin/sh\ntouch %s\n' % marker)
-    path.chmod(0o755)
-    for check_mode in (True, False):
-        result = sim_run({'path': str(path), 'root': str(sim_root), '_ansible_check_mode': check_mode}, FailJson)
-        assert result == {'msg': str(path) + ' ' + NOT_MAKESELF % ALL_MARKERS}
-    assert not marker.exists()
-
-
-@simulator
-def test_sim_half_a_run_is_never_executed(sim_packages, tmp_path, sim_root):
-    driver = sim_packages[0]['Ascend-hdk-910b-npu-driver']
-    with open(driver, 'rb') as handle:
-        data = handle.read()
-    path = tmp_path / os.path.basename(driver)
-    path.write_bytes(data[:len(data) // 2])
-    path.chmod(0o755)
-    for check_mode in (True, False):
-        result = sim_run({'path': str(path), 'root': str(sim_root), '_ansible_check_mode': check_mode}, FailJson)
-        assert re.match(r'^%s has %d bytes, (which end inside its [0-9]+-line makeself header|but its makeself header '
-                        r'announces [0-9]+ .*): it is cut short' % (re.escape(str(path)), len(data) // 2),
-                        result['msg']), result
-    assert not (sim_root / 'usr' / 'local').exists()
-
-
-@simulator
-@pytest.mark.skipif(shutil.which('dpkg-query') is None, reason='needs dpkg-query')
-def test_sim_a_whole_deb_passes_its_checks_and_half_of_it_does_not(tmp_path, sim_root):
-    """Check mode only (it reads this machine's dpkg database, where the fake driver is not installed)."""
-    out = tmp_path / 'debs'
-    proc = subprocess.run([sys.executable, BUILDER, '--out', str(out), '--arch', ARCH, '--only', 'driver',
-                           '--formats', 'deb'], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=120,
-                          check=False)
-    assert proc.returncode == 0, proc.stderr
-    deb = str(out / proc.stdout.split()[0])
-    assert deb.endswith('.deb')
-    result = sim_run({'path': deb, '_ansible_check_mode': True})
-    assert (result['action'], result['after']) == ('install', '24.1.rc1')
-    with open(deb, 'rb') as handle:
-        data = handle.read()
-    half = tmp_path / os.path.basename(deb)
-    half.write_bytes(data[:len(data) // 2])
-    result = sim_run({'path': str(half), '_ansible_check_mode': True}, FailJson)
-    assert re.match(r'^%s is cut short: its member data\.tar(\.[a-z]+)? ends at byte [0-9]+, but the file has %d bytes'
-                    % (re.escape(str(half)), len(data) // 2), result['msg']), result

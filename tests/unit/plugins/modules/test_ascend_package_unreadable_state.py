@@ -11,30 +11,20 @@ in check mode too, naming the file, and runs nothing; it never plans an install 
 from __future__ import annotations
 
 import os
-import platform
-from unittest import mock
 
 import pytest
 
-from ansible.module_utils import basic
-
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils import _ascend_packages
 from ansible_collections.kunpeng_ascend.vllm.plugins.modules import ascend_package
-from ansible_collections.kunpeng_ascend.vllm.tests.unit.plugins.module_utils.test_ascend_files import (
+from ansible_collections.kunpeng_ascend.vllm.tests.helpers import (
     UNREADABLE_KINDS,
-    fails_after,
-    plant,
-)
-from ansible_collections.kunpeng_ascend.vllm.tests.unit.plugins.module_utils.test_ascend_packages import makeself_archive
-from ansible_collections.kunpeng_ascend.vllm.tests.unit.plugins.modules.module_harness import (
     ExitJson,
     FailJson,
-    capture_results,
+    fails_after,
+    makeself_archive,
+    plant,
     run_main,
 )
 
-LOCALE = '/usr/bin/locale'
-TIMEOUT = '/usr/bin/timeout'
 DRIVER_RUN = 'Ascend-hdk-910b-npu-driver_25.0.rc1.1_linux-aarch64.run'
 KERNELS_RUN = 'Ascend-cann-kernels-910b_8.2.RC1_linux-aarch64.run'
 DRIVER_VERSION_INFO = '/usr/local/Ascend/driver/version.info'
@@ -43,49 +33,14 @@ CHECK_OK = 'Verifying archive integrity...  100%   SHA256 checksums are OK. All 
 HINT = ' (make it a readable regular file or remove it, or check the root and install_path options)'
 
 
-class Host:
-    """A scratch root, a package file in it and the commands the module runs (only ``locale -a`` answers unless
-    told otherwise)."""
-
-    def __init__(self, root):
-        self.root = str(root)
-        self.answers = {}
-        self.run_command = mock.Mock(side_effect=self._run)
-
-    def _run(self, argv, **kwargs):
-        if argv == [LOCALE, '-a']:
-            return 0, 'C\nC.utf8\nPOSIX\n', ''
-        return self.answers[tuple(argv[3:] if argv[0] == TIMEOUT else argv)]
-
-    def commands(self):
-        return [call.args[0][3:] for call in self.run_command.call_args_list if call.args[0] != [LOCALE, '-a']]
-
-    def package(self, name):
-        path = os.path.join(self.root, 'srv', name)
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        with open(path, 'wb') as handle:
-            handle.write(makeself_archive())
-        os.chmod(path, 0o755)
-        return path
-
-    def write(self, path, text):
-        host = os.path.join(self.root, path.lstrip('/'))
-        os.makedirs(os.path.dirname(host), exist_ok=True)
-        with open(host, 'w', encoding='utf-8') as handle:
-            handle.write(text)
-
-
 @pytest.fixture
-def host(monkeypatch, tmp_path):
-    fake = Host(tmp_path / 'root')
-    (tmp_path / 'lock').mkdir()
-    monkeypatch.setattr(_ascend_packages, 'LOCK_DIRS', (str(tmp_path / 'lock'),))
-    monkeypatch.setattr(basic.AnsibleModule, 'run_command', fake.run_command)
-    monkeypatch.setattr(basic.AnsibleModule, 'get_bin_path',
-                        lambda module, name, required=False, opt_dirs=None: {'locale': LOCALE, 'timeout': TIMEOUT}.get(name))
-    monkeypatch.setattr(platform, 'machine', lambda: 'aarch64')
-    capture_results(monkeypatch)
-    return fake
+def host(fake_host):
+    """The fake host: only ``locale -a`` answers unless told otherwise."""
+    return fake_host
+
+
+def package(host, name):
+    return host.write('/srv/' + name, makeself_archive(), 0o755)
 
 
 def run_module(args, outcome=ExitJson):
@@ -101,7 +56,7 @@ def refusal(component, warning):
 
 def test_an_absent_driver_is_installed_so_check_mode_plans_it(host):
     """The difference the refusals below make: without the file, check mode plans an install."""
-    path = host.package(DRIVER_RUN)
+    path = package(host, DRIVER_RUN)
     host.answers[(path, '--check')] = (0, CHECK_OK, '')
     result = run_module({'path': path, 'root': host.root, '_ansible_check_mode': True})
     assert (result['action'], result['before'], result['changed']) == ('install', None, True)
@@ -110,15 +65,15 @@ def test_an_absent_driver_is_installed_so_check_mode_plans_it(host):
 @pytest.mark.parametrize('check_mode', [True, False])
 @pytest.mark.parametrize('kind', UNREADABLE_KINDS)
 def test_a_driver_version_file_that_cannot_be_read_refuses_the_decision(host, monkeypatch, kind, check_mode):
-    path = host.package(DRIVER_RUN)
+    path = package(host, DRIVER_RUN)
     warning = plant(monkeypatch, host.root, DRIVER_VERSION_INFO, kind)
     result = run_module({'path': path, 'root': host.root, '_ansible_check_mode': check_mode}, FailJson)
     assert result == refusal('driver', warning)
-    assert host.commands() == []
+    assert host.calls() == []
 
 
 def test_the_refusal_names_the_file_and_why(host, monkeypatch):
-    path = host.package(DRIVER_RUN)
+    path = package(host, DRIVER_RUN)
     os.makedirs(os.path.join(host.root, DRIVER_VERSION_INFO.lstrip('/')))
     assert run_module({'path': path, 'root': host.root, 'state': 'latest', '_ansible_check_mode': True}, FailJson) == {
         'msg': 'cannot tell which driver version is installed, so nothing was done: %s/usr/local/Ascend/driver/'
@@ -128,19 +83,19 @@ def test_the_refusal_names_the_file_and_why(host, monkeypatch):
 
 def test_a_fifo_in_place_of_the_install_record_refuses_the_decision(host, monkeypatch):
     """/etc/ascend_install.info says where the driver is: without it the driver may be anywhere."""
-    path = host.package(DRIVER_RUN)
+    path = package(host, DRIVER_RUN)
     host.write(DRIVER_VERSION_INFO, 'Version=24.1.rc1\n')
     warning = plant(monkeypatch, host.root, '/etc/ascend_install.info', 'fifo')
     assert run_module({'path': path, 'root': host.root, '_ansible_check_mode': True}, FailJson) == refusal('driver', warning)
-    assert host.commands() == []
+    assert host.calls() == []
 
 
 @pytest.mark.parametrize('kind', ['directory', 'fifo'])
 def test_a_kernels_record_that_cannot_be_read_refuses_the_decision(host, monkeypatch, kind):
-    path = host.package(KERNELS_RUN)
+    path = package(host, KERNELS_RUN)
     host.write(TOOLKIT + '/aarch64-linux/ascend_toolkit_install.info', 'version=8.2.RC1\n')
     os.symlink('8.2.RC1', os.path.join(host.root, 'usr/local/Ascend/ascend-toolkit/latest'))
     warning = plant(monkeypatch, host.root, TOOLKIT + '/opp_kernel/version.info', kind)
     args = {'path': path, 'root': host.root, 'accept_eula': True, '_ansible_check_mode': True}
     assert run_module(args, FailJson) == refusal('kernels', warning)
-    assert host.commands() == []
+    assert host.calls() == []

@@ -4,46 +4,35 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
 
-"""ascend_preflight's main() against a fake host: a root directory and a sysfs tree in tmp_path, and run_command,
+"""ascend_preflight's main() against the fake host: a root directory and a sysfs tree in tmp_path, and run_command,
 get_bin_path, uname values, statvfs and the executables mocked."""
 
 from __future__ import annotations
 
-import collections
 import json
 import os
-import platform
 from unittest import mock
 
 import pytest
 
-from ansible.module_utils import basic
-from ansible.module_utils.common.text.converters import to_native
-
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils import _ascend_files, _command
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._preflight import CHECK_NAMES
 from ansible_collections.kunpeng_ascend.vllm.plugins.modules import ascend_preflight
-from ansible_collections.kunpeng_ascend.vllm.tests.unit.plugins.modules.module_harness import (
+from ansible_collections.kunpeng_ascend.vllm.tests.helpers import (
+    GIB,
+    PARSABLE_LOCALE,
+    RELEASE,
+    TIMEOUT,
     ExitJson,
     FailJson,
-    capture_results,
+    load_fixture,
     run_main,
 )
-from ansible_collections.kunpeng_ascend.vllm.tests.unit.plugins.module_utils.test_npu_smi import (
-    load_fixture as load_npu_smi,
-)
-from ansible_collections.kunpeng_ascend.vllm.tests.unit.plugins.module_utils.test_preflight import (
-    load_fixture as load_preflight,
-)
 
-RELEASE = '6.1.0-18-arm64'
-GIB = 1024 ** 3
 NPU_SMI = '/usr/local/bin/npu-smi'
-TIMEOUT = '/usr/bin/timeout'
-LOCALE = '/usr/bin/locale'
 DPKG = '/usr/bin/dpkg'
 DPKG_QUERY = '/usr/bin/dpkg-query'
 RPM = '/usr/bin/rpm'
-PARSABLE_LOCALE = {'LANG': 'C.utf8', 'LC_ALL': 'C.utf8', 'LC_MESSAGES': 'C.utf8'}
 TOOLS = {'dkms': '/usr/sbin/dkms', 'gcc': '/usr/bin/gcc', 'make': '/usr/bin/make', 'lspci': '/usr/bin/lspci',
          'ifconfig': '/usr/sbin/ifconfig'}
 DPKG_QUERY_ARGS = ('-W', '-f=${db:Status-Abbrev} ${Package}\\n')
@@ -56,93 +45,44 @@ MISSING_NPU_SMI = ('npu-smi is not installed: the NPU driver is not installed ye
                    'so %s cannot be checked')
 MISSING_FIX = 'none before the first driver install; if the driver is installed, set npu_smi_path'
 
-StatVfs = collections.namedtuple('StatVfs', 'f_bavail f_frsize')
-
-
-class FakeHost:
-    """The host the module sees: files under root and sysfs, tools on PATH, command answers, free disk space."""
-
-    def __init__(self, tmp_path):
-        self.root = str(tmp_path / 'root')
-        self.sysfs = str(tmp_path / 'sys')
-        os.makedirs(self.root)
-        self.machine = 'aarch64'
-        self.on_path = dict(TOOLS, **{'dpkg': DPKG, 'dpkg-query': DPKG_QUERY, 'npu-smi': NPU_SMI, 'timeout': TIMEOUT,
-                                      'locale': LOCALE})
-        self.executables = {NPU_SMI}
-        self.answers = {}  # argv after the timeout prefix (a tuple) -> (rc, stdout, stderr)
-        self.free_bytes = 50 * GIB
-        self.statvfs_paths = []
-        self.run_command = mock.Mock(side_effect=self._run)
-        self.get_bin_path = mock.Mock(side_effect=lambda arg, required=False, opt_dirs=None: self.on_path.get(arg))
-        self.warn = mock.Mock()
-
-    def _run(self, argv, **kwargs):
-        if argv == [LOCALE, '-a']:
-            return 0, 'C\nC.utf8\nPOSIX\n', ''
-        assert argv[:3] == [TIMEOUT, '--kill-after=5', '120']
-        rc, stdout, stderr = self.answers[tuple(argv[3:])]
-        # Output given as bytes is decoded the way run_command decodes it by default.
-        return rc, to_native(stdout, errors='surrogate_or_strict'), to_native(stderr, errors='surrogate_or_strict')
-
-    def statvfs(self, path):
-        self.statvfs_paths.append(path)
-        return StatVfs(self.free_bytes // 4096, 4096)
-
-    def commands(self):
-        """The argv of every command run, but the locale query."""
-        return [call.args[0] for call in self.run_command.call_args_list if call.args[0] != [LOCALE, '-a']]
-
-    def write(self, path, text, under=None):
-        full = os.path.join(under or self.root, path.lstrip('/'))
-        os.makedirs(os.path.dirname(full), exist_ok=True)
-        with open(full, 'w', encoding='utf-8') as handle:
-            handle.write(text)
-
-    def mkdir(self, path, under=None):
-        os.makedirs(os.path.join(under or self.root, path.lstrip('/')), exist_ok=True)
-
-    def npu(self, bus_id, device='0xd802'):
-        for name, value in (('vendor', '0x19e5'), ('device', device), ('class', '0x120000'), ('numa_node', '-1')):
-            self.write('/bus/pci/devices/%s/%s' % (bus_id, name), value + '\n', under=self.sysfs)
-
-    def ready_for_a_first_install(self):
-        """Debian host with headers, tools, the user, two NPUs, a clean dpkg and no driver yet."""
-        self.mkdir('/usr/src/linux-headers-%s' % RELEASE)
-        os.makedirs(os.path.join(self.root, 'lib/modules', RELEASE))
-        os.symlink('/usr/src/linux-headers-%s' % RELEASE, os.path.join(self.root, 'lib/modules', RELEASE, 'build'))
-        self.mkdir('/usr/local')
-        self.write('/etc/passwd', 'root:x:0:0:root:/root:/bin/bash\nHwHiAiUser:x:1000:1000::/home/HwHiAiUser:/bin/bash\n')
-        self.write('/etc/group', 'root:x:0:\nHwHiAiUser:x:1000:\n')
-        self.npu('0000:c1:00.0')
-        self.npu('0000:01:00.0')
-        self.write('/bus/pci/devices/0000:7d:00.0/vendor', '0x19e5\n', under=self.sysfs)   # a Huawei NIC, not an NPU
-        self.write('/bus/pci/devices/0000:7d:00.0/class', '0x020000\n', under=self.sysfs)
-        self.answers[(DPKG, '--audit')] = (0, '', '')
-        self.answers[(DPKG_QUERY,) + DPKG_QUERY_ARGS] = (0, 'ii  adduser\nii  dkms\nrc  old-kernel\n', '')
-        del self.on_path['npu-smi']
-        self.executables.clear()
-
-    def with_driver(self, fixture=HEALTHY_IDLE):
-        """The same host after the driver install: version.info 24.1.rc1 and npu-smi."""
-        self.write('/usr/local/Ascend/driver/version.info', load_preflight(DRIVER_24_1))
-        self.on_path['npu-smi'] = NPU_SMI
-        self.executables.add(NPU_SMI)
-        self.answers[(NPU_SMI, 'info')] = (0, load_npu_smi(fixture), '')
-
 
 @pytest.fixture
-def host(monkeypatch, tmp_path):
-    fake = FakeHost(tmp_path)
-    monkeypatch.setattr(basic.AnsibleModule, 'run_command', fake.run_command)
-    monkeypatch.setattr(basic.AnsibleModule, 'get_bin_path', fake.get_bin_path)
-    monkeypatch.setattr(basic.AnsibleModule, 'warn', fake.warn)
-    capture_results(monkeypatch)
-    monkeypatch.setattr(ascend_preflight, 'is_executable', fake.executables.__contains__)
-    monkeypatch.setattr(platform, 'machine', lambda: fake.machine)
-    monkeypatch.setattr(platform, 'release', lambda: RELEASE)
-    monkeypatch.setattr(os, 'statvfs', fake.statvfs)
-    return fake
+def host(fake_host):
+    """The fake host with the build tools, dpkg and npu-smi on PATH."""
+    fake_host.on_path.update(TOOLS, **{'dpkg': DPKG, 'dpkg-query': DPKG_QUERY, 'npu-smi': NPU_SMI})
+    fake_host.executables.add(NPU_SMI)
+    return fake_host
+
+
+def npu(host, bus_id, device='0xd802'):
+    for name, value in (('vendor', '0x19e5'), ('device', device), ('class', '0x120000'), ('numa_node', '-1')):
+        host.write('/bus/pci/devices/%s/%s' % (bus_id, name), value + '\n', under=host.sysfs)
+
+
+def ready_for_a_first_install(host):
+    """A Debian host with headers, tools, the user, two NPUs, a clean dpkg and no driver yet."""
+    host.mkdir('/usr/src/linux-headers-%s' % RELEASE)
+    os.makedirs(os.path.join(host.root, 'lib/modules', RELEASE))
+    os.symlink('/usr/src/linux-headers-%s' % RELEASE, os.path.join(host.root, 'lib/modules', RELEASE, 'build'))
+    host.mkdir('/usr/local')
+    host.write('/etc/passwd', 'root:x:0:0:root:/root:/bin/bash\nHwHiAiUser:x:1000:1000::/home/HwHiAiUser:/bin/bash\n')
+    host.write('/etc/group', 'root:x:0:\nHwHiAiUser:x:1000:\n')
+    npu(host, '0000:c1:00.0')
+    npu(host, '0000:01:00.0')
+    host.write('/bus/pci/devices/0000:7d:00.0/vendor', '0x19e5\n', under=host.sysfs)   # a Huawei NIC, not an NPU
+    host.write('/bus/pci/devices/0000:7d:00.0/class', '0x020000\n', under=host.sysfs)
+    host.answers[(DPKG, '--audit')] = (0, '', '')
+    host.answers[(DPKG_QUERY,) + DPKG_QUERY_ARGS] = (0, 'ii  adduser\nii  dkms\nrc  old-kernel\n', '')
+    del host.on_path['npu-smi']
+    host.executables.clear()
+
+
+def with_driver(host, fixture=HEALTHY_IDLE):
+    """The same host after the driver install: version.info 24.1.rc1 and npu-smi."""
+    host.write('/usr/local/Ascend/driver/version.info', load_fixture(DRIVER_24_1))
+    host.on_path['npu-smi'] = NPU_SMI
+    host.executables.add(NPU_SMI)
+    host.answers[(NPU_SMI, 'info')] = (0, load_fixture(fixture), '')
 
 
 def run_module(host, args, outcome=ExitJson):
@@ -165,13 +105,13 @@ def command(*argv):
 # --- a host ready for a first install, and the same host after the driver ---------------------------------------
 
 def test_first_install_host_passes_with_the_npu_checks_warning(host):
-    host.ready_for_a_first_install()
+    ready_for_a_first_install(host)
     result = run_module(host, {})
     assert statuses(result) == {
         'architecture': 'pass', 'kernel_headers': 'pass', 'build_tools': 'pass', 'package_database': 'pass',
         'package_states': 'pass', 'disk_space': 'pass', 'run_user': 'pass', 'npu_devices': 'pass',
         'npu_processes': 'warn', 'npu_health': 'warn', 'driver_version': 'pass', 'compatibility': 'pass'}
-    assert [item['name'] for item in result['checks']] == list(ascend_preflight.CHECK_NAMES)
+    assert [item['name'] for item in result['checks']] == list(CHECK_NAMES)
     assert result['changed'] is False
     assert (result['failed_checks'], result['warned_checks']) == ([], ['npu_processes', 'npu_health'])
     assert result['counts'] == {'pass': 10, 'warn': 2, 'fail': 0}
@@ -194,8 +134,8 @@ def test_first_install_host_passes_with_the_npu_checks_warning(host):
 
 
 def test_installed_driver_host_passes_and_runs_npu_smi_once(host):
-    host.ready_for_a_first_install()
-    host.with_driver()
+    ready_for_a_first_install(host)
+    with_driver(host)
     result = run_module(host, {'driver_version': '24.1.RC1', 'firmware_version': '7.1.0.11.220',
                                'vllm_ascend_version': 'v0.11.0', 'python_version': '3.11'})
     assert result['counts'] == {'pass': 12, 'warn': 0, 'fail': 0}
@@ -210,8 +150,8 @@ def test_installed_driver_host_passes_and_runs_npu_smi_once(host):
 
 
 def test_check_mode_reads_the_same(host):
-    host.ready_for_a_first_install()
-    host.with_driver()
+    ready_for_a_first_install(host)
+    with_driver(host)
     real = run_module(host, {})
     assert run_module(host, {'_ansible_check_mode': True}) == real
     assert host.commands() == [command(DPKG, '--audit'), command(DPKG_QUERY, *DPKG_QUERY_ARGS),
@@ -221,8 +161,8 @@ def test_check_mode_reads_the_same(host):
 # --- fail_on -------------------------------------------------------------------------------------------------
 
 def test_fail_on_fail_fails_with_each_failed_check_and_its_fix(host):
-    host.ready_for_a_first_install()
-    host.with_driver(ALARM)
+    ready_for_a_first_install(host)
+    with_driver(host, ALARM)
     result = run_module(host, {'checks': ['npu_processes', 'npu_health', 'architecture']}, FailJson)
     assert result['msg'] == (
         '2 of 3 preflight checks did not pass (fail_on=fail): npu_processes: 2 processes still hold NPUs: pid 1530715 '
@@ -237,7 +177,7 @@ def test_fail_on_fail_fails_with_each_failed_check_and_its_fix(host):
 
 
 def test_fail_on_warn_fails_on_warnings(host):
-    host.ready_for_a_first_install()
+    ready_for_a_first_install(host)
     result = run_module(host, {'fail_on': 'warn', 'checks': ['npu_health', 'run_user']}, FailJson)
     assert result['msg'] == ('1 of 2 preflight checks did not pass (fail_on=warn): npu_health: %s (fix: %s)'
                              % (MISSING_NPU_SMI % 'the NPU health', MISSING_FIX))
@@ -260,7 +200,7 @@ def test_fail_on_never_reports_failures_and_succeeds(host):
 
 
 def test_a_missing_sysfs_tree_warns(host):
-    host.ready_for_a_first_install()
+    ready_for_a_first_install(host)
     result = run_module(host, {'checks': ['npu_devices'], 'sysfs_path': os.path.join(host.root, 'no-sys')})
     assert by_name(result, 'npu_devices') == {
         'name': 'npu_devices', 'status': 'warn',
@@ -272,7 +212,7 @@ def test_a_missing_sysfs_tree_warns(host):
 # --- selection -----------------------------------------------------------------------------------------------
 
 def test_checks_and_skip_checks_select_and_file_checks_run_no_command(host):
-    host.ready_for_a_first_install()
+    ready_for_a_first_install(host)
     result = run_module(host, {'checks': ['run_user', 'kernel_headers', 'disk_space', 'architecture'],
                                'skip_checks': ['architecture']})
     assert [item['name'] for item in result['checks']] == ['kernel_headers', 'disk_space', 'run_user']
@@ -387,7 +327,7 @@ def test_run_user_not_in_group(host):
 # --- npu-smi -------------------------------------------------------------------------------------------------
 
 def test_a_failing_npu_smi_fails_both_npu_checks_with_its_hint(host):
-    host.answers[(NPU_SMI, 'info')] = (1, load_npu_smi('npu-smi-error_dcmi-8005_user-not-in-HwHiAiUser.txt'), '')
+    host.answers[(NPU_SMI, 'info')] = (1, load_fixture('npu-smi-error_dcmi-8005_user-not-in-HwHiAiUser.txt'), '')
     result = run_module(host, {'checks': ['npu_processes', 'npu_health'], 'fail_on': 'never'})
     assert result['failed_checks'] == ['npu_processes', 'npu_health']
     message = by_name(result, 'npu_health')['message']
@@ -402,7 +342,7 @@ INCOMPLETE_FIX = ('run npu-smi info on the host: output that stops short means n
 
 def test_an_npu_smi_table_cut_off_part_way_fails_both_npu_checks(host):
     # The issue's case: 3 of 8 busy NPUs and no process table used to pass npu_health and npu_processes.
-    host.answers[(NPU_SMI, 'info')] = (0, ''.join(load_npu_smi(BUSY).splitlines(True)[:15]), '')
+    host.answers[(NPU_SMI, 'info')] = (0, ''.join(load_fixture(BUSY).splitlines(True)[:15]), '')
     result = run_module(host, {'checks': ['npu_processes', 'npu_health'], 'fail_on': 'never'})
     reason = ("npu-smi info printed an incomplete table: the output ends at line 15 before the table does (no process "
               "table), so it is incomplete (cut off?): "
@@ -425,7 +365,7 @@ def test_an_npu_smi_killed_at_the_time_limit_fails_with_the_hung_hint(host, monk
 
 
 def test_a_process_name_that_is_not_utf8_is_reported_as_valid_utf8(host):
-    stdout = load_npu_smi(ALARM).encode('utf-8').replace(b'| 1530715       | python   ', b'| 1530715       | py\xff\xfen   ')
+    stdout = load_fixture(ALARM).encode('utf-8').replace(b'| 1530715       | python   ', b'| 1530715       | py\xff\xfen   ')
     host.answers[(NPU_SMI, 'info')] = (0, stdout, '')
     result = run_module(host, {'checks': ['npu_processes'], 'fail_on': 'never'})
     assert by_name(result, 'npu_processes')['message'] == ('2 processes still hold NPUs: pid 1530715 (py\ufffd\ufffdn) '
@@ -434,7 +374,7 @@ def test_a_process_name_that_is_not_utf8_is_reported_as_valid_utf8(host):
 
 
 def test_warnings_of_what_was_read_are_capped_and_the_check_warnings_follow(host):
-    table = load_npu_smi(HEALTHY_IDLE).splitlines(True)
+    table = load_fixture(HEALTHY_IDLE).splitlines(True)
     host.answers[(NPU_SMI, 'info')] = (0, ''.join(table[:9] + ['garbage %d\n' % number for number in range(30)] + table[9:]),
                                        '')
     host.machine = 'x86_64'
@@ -457,7 +397,7 @@ def test_a_configured_npu_smi_that_is_not_executable_fails(host):
 
 def test_npu_smi_found_as_a_fallback_path(host):
     del host.on_path['npu-smi']
-    host.answers[(NPU_SMI, 'info')] = (0, load_npu_smi(HEALTHY_IDLE), '')
+    host.answers[(NPU_SMI, 'info')] = (0, load_fixture(HEALTHY_IDLE), '')
     result = run_module(host, {'checks': ['npu_health']})
     assert result['counts'] == {'pass': 1, 'warn': 0, 'fail': 0}
 
@@ -465,7 +405,7 @@ def test_npu_smi_found_as_a_fallback_path(host):
 # --- driver and compatibility ----------------------------------------------------------------------------------
 
 def test_firmware_outside_the_installed_drivers_range_fails(host):
-    host.with_driver()
+    with_driver(host)
     result = run_module(host, {'checks': ['driver_version'], 'firmware_version': '7.5.0.1.129'}, FailJson)
     version_info = os.path.join(host.root, 'usr/local/Ascend/driver/version.info')
     assert result['msg'] == (
@@ -477,7 +417,7 @@ def test_firmware_outside_the_installed_drivers_range_fails(host):
 
 
 def test_the_driver_recorded_in_ascend_install_info_is_read(host):
-    record = load_preflight('etc-ascend_install.info_driver-firmware_full.txt')
+    record = load_fixture('etc-ascend_install.info_driver-firmware_full.txt')
     # The sample keeps the shell prompt line of the page it was copied from; the file starts after it.
     host.write('/etc/ascend_install.info', record.split('\n', 1)[1].replace('=/usr/local/Ascend', '=/srv/Ascend'))
     host.write('/srv/Ascend/driver/version.info', 'Version=25.5.0\n')
@@ -488,7 +428,7 @@ def test_the_driver_recorded_in_ascend_install_info_is_read(host):
 
 
 def test_cann_newer_than_the_installed_driver_fails(host):
-    host.with_driver()
+    with_driver(host)
     result = run_module(host, {'checks': ['compatibility'], 'cann_version': '8.5.0'}, FailJson)
     assert result['msg'].startswith(
         '1 of 1 preflight checks did not pass (fail_on=fail): compatibility: NPU driver 24.1.rc1 is older than 25.5, the '
@@ -498,7 +438,7 @@ def test_cann_newer_than_the_installed_driver_fails(host):
 
 
 def test_without_version_info_the_driver_npu_smi_prints_is_used(host):
-    host.answers[(NPU_SMI, 'info')] = (0, load_npu_smi(HEALTHY_IDLE), '')
+    host.answers[(NPU_SMI, 'info')] = (0, load_fixture(HEALTHY_IDLE), '')
     result = run_module(host, {'checks': ['driver_version', 'compatibility'], 'cann_version': '8.3.RC2'})
     assert [item['message'] for item in result['checks']][0] == 'NPU driver 24.1.rc1 is installed (npu-smi info)'
     assert result['checks'][1]['message'].endswith('on the installed NPU driver 24.1.rc1')
@@ -506,7 +446,7 @@ def test_without_version_info_the_driver_npu_smi_prints_is_used(host):
 
 
 def test_a_requested_driver_replaces_the_installed_one_for_compatibility(host):
-    host.with_driver()
+    with_driver(host)
     result = run_module(host, {'checks': ['compatibility'], 'cann_version': '8.5.0', 'driver_version': '25.5.0'})
     assert result['checks'][0]['message'].endswith('on the requested NPU driver 25.5.0')
 

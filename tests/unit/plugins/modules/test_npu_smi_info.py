@@ -4,7 +4,7 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
 
-"""npu_smi_info's main() against a fake host: run_command, get_bin_path and the executables are mocked."""
+"""npu_smi_info's main() against the fake host: run_command, get_bin_path and the executables are mocked."""
 
 from __future__ import annotations
 
@@ -13,27 +13,20 @@ from unittest import mock
 
 import pytest
 
-from ansible.module_utils import basic
-from ansible.module_utils.common.text.converters import to_native
-
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils import _command
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._npu_smi import parse_npu_smi_info
 from ansible_collections.kunpeng_ascend.vllm.plugins.modules import npu_smi_info
-from ansible_collections.kunpeng_ascend.vllm.tests.unit.plugins.modules.module_harness import (
+from ansible_collections.kunpeng_ascend.vllm.tests.helpers import (
+    PARSABLE_LOCALE,
+    TIMEOUT,
     ExitJson,
     FailJson,
-    capture_results,
+    load_fixture,
     run_main,
 )
-from ansible_collections.kunpeng_ascend.vllm.tests.unit.plugins.module_utils.test_npu_smi import (
-    HWHIAIUSER_HINT,
-    load_fixture,
-)
+from ansible_collections.kunpeng_ascend.vllm.tests.unit.plugins.module_utils.test_npu_smi import HWHIAIUSER_HINT
 
 NPU_SMI = '/usr/local/bin/npu-smi'
-TIMEOUT = '/usr/bin/timeout'
-LOCALE = '/usr/bin/locale'
-PARSABLE_LOCALE = {'LANG': 'C.utf8', 'LC_ALL': 'C.utf8', 'LC_MESSAGES': 'C.utf8'}
 TIMED_OUT_HINT = ('npu-smi hung and was stopped by the timeout: a driver or device problem '
                   '(see dmesg and the device health; raise timeout only if the host is merely slow)')
 
@@ -41,38 +34,12 @@ BUSY_910B3 = 'npu-smi-info_910B3_25.0.rc1.b010_8npu_8procs_busy.txt'
 DUO_310P3 = 'npu-smi-info_310P3-Duo_25.2.0_4card-2chip_procs.txt'
 
 
-class FakeHost:
-    """What the module sees of the host: executables on PATH and elsewhere, and npu-smi's answers."""
-
-    def __init__(self):
-        self.on_path = {'npu-smi': NPU_SMI, 'timeout': TIMEOUT, 'locale': LOCALE}
-        self.executables = {NPU_SMI}
-        self.answers = {}  # npu-smi's arguments (a tuple) -> (rc, stdout, stderr)
-        self.run_command = mock.Mock(side_effect=self._run)
-        self.get_bin_path = mock.Mock(side_effect=lambda arg, required=False, opt_dirs=None: self.on_path.get(arg))
-        self.warn = mock.Mock()
-
-    def _run(self, argv, **kwargs):
-        if argv == [LOCALE, '-a']:
-            return 0, 'C\nC.utf8\nPOSIX\nen_US.utf8\n', ''
-        npu_smi = next(index for index, arg in enumerate(argv) if arg.endswith('npu-smi'))
-        rc, stdout, stderr = self.answers[tuple(argv[npu_smi + 1:])]
-        # Output given as bytes is decoded the way run_command decodes it by default.
-        return rc, to_native(stdout, errors='surrogate_or_strict'), to_native(stderr, errors='surrogate_or_strict')
-
-    def npu_smi_calls(self):
-        return [call for call in self.run_command.call_args_list if call.args[0] != [LOCALE, '-a']]
-
-
 @pytest.fixture
-def host(monkeypatch):
-    fake = FakeHost()
-    monkeypatch.setattr(basic.AnsibleModule, 'run_command', fake.run_command)
-    monkeypatch.setattr(basic.AnsibleModule, 'get_bin_path', fake.get_bin_path)
-    monkeypatch.setattr(basic.AnsibleModule, 'warn', fake.warn)
-    capture_results(monkeypatch)
-    monkeypatch.setattr(_command, 'is_executable', fake.executables.__contains__)
-    return fake
+def host(fake_host):
+    """The fake host with npu-smi where the driver installs it, on PATH; its answers are keyed by its path."""
+    fake_host.on_path['npu-smi'] = NPU_SMI
+    fake_host.executables.add(NPU_SMI)
+    return fake_host
 
 
 def run_module(args, outcome=ExitJson):
@@ -97,9 +64,9 @@ def board_output(npu_id):
 
 def test_runs_npu_smi_info_once_under_timeout_with_a_parsable_locale(host):
     stdout = load_fixture(BUSY_910B3)
-    host.answers[('info',)] = (0, stdout, '')
+    host.answers[(NPU_SMI, 'info')] = (0, stdout, '')
     result = run_module({})
-    assert host.npu_smi_calls() == [npu_smi_call('info')]
+    assert host.calls() == [npu_smi_call('info')]
     assert result == {'changed': False, 'npu_smi': dict(parse_npu_smi_info(stdout), details={})}
     npu = result['npu_smi']
     assert (npu['version'], npu['driver_version'], npu['npu_count'], npu['chip_count'], npu['all_healthy']) == \
@@ -111,14 +78,14 @@ def test_runs_npu_smi_info_once_under_timeout_with_a_parsable_locale(host):
 
 
 def test_check_mode_reads_the_same(host):
-    host.answers[('info',)] = (0, load_fixture(BUSY_910B3), '')
+    host.answers[(NPU_SMI, 'info')] = (0, load_fixture(BUSY_910B3), '')
     real = run_module({})
     assert run_module({'_ansible_check_mode': True}) == real
-    assert host.npu_smi_calls() == [npu_smi_call('info')] * 2
+    assert host.calls() == [npu_smi_call('info')] * 2
 
 
 def test_parser_warnings_become_module_warnings(host):
-    host.answers[('info',)] = (0, load_fixture('npu-smi-info_910B1_23.0.rc2.b090_8npu_training-load_elided.txt'), '')
+    host.answers[(NPU_SMI, 'info')] = (0, load_fixture('npu-smi-info_910B1_23.0.rc2.b090_8npu_training-load_elided.txt'), '')
     result = run_module({})
     assert (result['npu_smi']['chip_count'], result['npu_smi']['complete']) == (2, True)
     assert host.warn.call_args_list == [mock.call("npu-smi info line 10: ignored text inside the table: '...'"),
@@ -127,7 +94,7 @@ def test_parser_warnings_become_module_warnings(host):
 
 def test_a_table_cut_off_part_way_is_returned_as_incomplete_with_a_warning(host):
     # The issue's case: the first 15 lines of an 8-NPU table; it used to return 3 healthy chips and no warning.
-    host.answers[('info',)] = (0, ''.join(load_fixture(BUSY_910B3).splitlines(True)[:15]), '')
+    host.answers[(NPU_SMI, 'info')] = (0, ''.join(load_fixture(BUSY_910B3).splitlines(True)[:15]), '')
     npu = run_module({})['npu_smi']
     reason = ("the output ends at line 15 before the table does (no process table), so it is incomplete (cut off?): "
               "'+===========================+===============+====================================================+'")
@@ -138,7 +105,7 @@ def test_a_table_cut_off_part_way_is_returned_as_incomplete_with_a_warning(host)
 def test_a_process_name_that_is_not_utf8_is_returned_as_valid_utf8(host):
     stdout = load_fixture(BUSY_910B3).encode('utf-8').replace(
         b'| 1067983       |                          |', b'| 1067983       | py\xff\xfe                   |')
-    host.answers[('info',)] = (0, stdout, b'warning: \xff\n')
+    host.answers[(NPU_SMI, 'info')] = (0, stdout, b'warning: \xff\n')
     result = run_module({})
     assert result['npu_smi']['processes'][0]['name'] == 'py\ufffd\ufffd'
     # What ansible-core 2.19's controller needs: the whole result encodes as UTF-8 (a lone surrogate would not).
@@ -146,7 +113,7 @@ def test_a_process_name_that_is_not_utf8_is_returned_as_valid_utf8(host):
 
 
 def test_a_failing_npu_smi_with_bytes_that_are_not_utf8_fails_with_valid_utf8(host):
-    host.answers[('info',)] = (255, b'dcmi module initialize failed. ret is -8005 \xff\n', b'\xfe\n')
+    host.answers[(NPU_SMI, 'info')] = (255, b'dcmi module initialize failed. ret is -8005 \xff\n', b'\xfe\n')
     result = run_module({}, FailJson)
     assert (result['stdout'], result['stderr']) == ('dcmi module initialize failed. ret is -8005 \ufffd\n', '\ufffd\n')
     assert json.dumps(result, ensure_ascii=False).encode('utf-8')
@@ -159,7 +126,7 @@ def before_the_process_table(lines):
 
 
 def test_warnings_are_capped_at_20_and_counted(host):
-    host.answers[('info',)] = (0, before_the_process_table(['garbage %d\n' % number for number in range(1000)]), '')
+    host.answers[(NPU_SMI, 'info')] = (0, before_the_process_table(['garbage %d\n' % number for number in range(1000)]), '')
     result = run_module({})
     assert result['npu_smi']['complete'] is True
     assert host.warn.call_args_list == [
@@ -168,18 +135,18 @@ def test_warnings_are_capped_at_20_and_counted(host):
 
 
 def test_a_warning_quoting_a_long_line_is_cut(host):
-    host.answers[('info',)] = (0, before_the_process_table(['x' * 100000 + '\n']), '')
+    host.answers[(NPU_SMI, 'info')] = (0, before_the_process_table(['x' * 100000 + '\n']), '')
     run_module({})
     message = "npu-smi info line 31: ignored text inside the table: '" + 'x' * 100000 + "'"
     host.warn.assert_called_once_with(message[:500] + '... (%d characters in all)' % len(message))
 
 
 def test_details_board_runs_one_extra_call_per_npu(host):
-    host.answers[('info',)] = (0, load_fixture(DUO_310P3), '')
+    host.answers[(NPU_SMI, 'info')] = (0, load_fixture(DUO_310P3), '')
     for npu_id in (2, 3, 5, 6):
-        host.answers[('info', '-t', 'board', '-i', str(npu_id))] = (0, board_output(npu_id), '')
+        host.answers[(NPU_SMI, 'info', '-t', 'board', '-i', str(npu_id))] = (0, board_output(npu_id), '')
     result = run_module({'details': ['board']})
-    assert host.npu_smi_calls() == [npu_smi_call('info')] + [
+    assert host.calls() == [npu_smi_call('info')] + [
         npu_smi_call('info', '-t', 'board', '-i', str(npu_id)) for npu_id in (2, 3, 5, 6)]
     assert result['npu_smi']['chip_count'] == 8
     assert result['npu_smi']['details'] == {'board': [
@@ -189,8 +156,8 @@ def test_details_board_runs_one_extra_call_per_npu(host):
 
 
 def test_detail_warnings_name_the_command(host):
-    host.answers[('info',)] = (0, load_fixture('npu-smi-info_910B4_24.1.rc1_1npu_noproc_fastllm-doc.txt'), '')
-    host.answers[('info', '-t', 'memory', '-i', '0')] = (0, 'garbage\n        HBM Capacity(MB)  : 32768\n', '')
+    host.answers[(NPU_SMI, 'info')] = (0, load_fixture('npu-smi-info_910B4_24.1.rc1_1npu_noproc_fastllm-doc.txt'), '')
+    host.answers[(NPU_SMI, 'info', '-t', 'memory', '-i', '0')] = (0, 'garbage\n        HBM Capacity(MB)  : 32768\n', '')
     result = run_module({'details': ['memory']})
     assert result['npu_smi']['details'] == {'memory': [{'npu_id': 0, 'sections': [{'HBM Capacity(MB)': '32768'}]}]}
     host.warn.assert_called_once_with(
@@ -199,23 +166,23 @@ def test_detail_warnings_name_the_command(host):
 
 def test_npu_smi_path_and_timeout_options(host):
     host.executables.add('/usr/local/Ascend/driver/tools/npu-smi')
-    host.answers[('info',)] = (0, load_fixture(BUSY_910B3), '')
+    host.answers[('/usr/local/Ascend/driver/tools/npu-smi', 'info')] = (0, load_fixture(BUSY_910B3), '')
     run_module({'npu_smi_path': '/usr/local/Ascend/driver/tools/npu-smi', 'timeout': 5})
-    assert host.npu_smi_calls() == [npu_smi_call('info', prefix=[TIMEOUT, '--kill-after=5', '5'],
-                                                 npu_smi='/usr/local/Ascend/driver/tools/npu-smi')]
+    assert host.calls() == [npu_smi_call('info', prefix=[TIMEOUT, '--kill-after=5', '5'],
+                                         npu_smi='/usr/local/Ascend/driver/tools/npu-smi')]
 
 
 def test_timeout_0_runs_without_a_limit(host):
-    host.answers[('info',)] = (0, load_fixture(BUSY_910B3), '')
+    host.answers[(NPU_SMI, 'info')] = (0, load_fixture(BUSY_910B3), '')
     run_module({'timeout': 0})
-    assert host.npu_smi_calls() == [npu_smi_call('info', prefix=[])]
+    assert host.calls() == [npu_smi_call('info', prefix=[])]
 
 
 def test_without_coreutils_timeout_it_warns_and_runs_without_a_limit(host):
     del host.on_path['timeout']
-    host.answers[('info',)] = (0, load_fixture(BUSY_910B3), '')
+    host.answers[(NPU_SMI, 'info')] = (0, load_fixture(BUSY_910B3), '')
     run_module({})
-    assert host.npu_smi_calls() == [npu_smi_call('info', prefix=[])]
+    assert host.calls() == [npu_smi_call('info', prefix=[])]
     host.warn.assert_called_once_with('coreutils timeout was not found, so commands run without a time limit')
 
 
@@ -223,9 +190,9 @@ def test_npu_smi_off_path_is_found_where_the_driver_installs_it(host):
     del host.on_path['npu-smi']
     host.executables.clear()
     host.executables.add('/usr/local/sbin/npu-smi')
-    host.answers[('info',)] = (0, load_fixture(BUSY_910B3), '')
+    host.answers[('/usr/local/sbin/npu-smi', 'info')] = (0, load_fixture(BUSY_910B3), '')
     run_module({})
-    assert host.npu_smi_calls() == [npu_smi_call('info', npu_smi='/usr/local/sbin/npu-smi')]
+    assert host.calls() == [npu_smi_call('info', npu_smi='/usr/local/sbin/npu-smi')]
 
 
 # --- failures -----------------------------------------------------------------------------------------------------
@@ -238,7 +205,7 @@ def failure(rc, stdout, stderr, msg, args=('info',)):
 @pytest.mark.parametrize('rc', [255, 0])
 def test_dcmi_8005_fails_with_the_group_hint_whatever_the_rc(host, rc):
     stdout = load_fixture('npu-smi-error_dcmi-8005_user-not-in-HwHiAiUser.txt')
-    host.answers[('info',)] = (rc, stdout, '')
+    host.answers[(NPU_SMI, 'info')] = (rc, stdout, '')
     assert run_module({}, FailJson) == failure(
         rc, stdout, '',
         'npu-smi info failed (rc=%d): dcmi module initialize failed. ret is -8005. Hint: %s.' % (rc, HWHIAIUSER_HINT))
@@ -246,7 +213,7 @@ def test_dcmi_8005_fails_with_the_group_hint_whatever_the_rc(host, rc):
 
 def test_dcmi_8020_fails_with_retry_hint(host):
     stdout = 'dcmi get device health failed. ret is -8020\n'
-    host.answers[('info',)] = (255, stdout, '')
+    host.answers[(NPU_SMI, 'info')] = (255, stdout, '')
     assert run_module({}, FailJson) == failure(
         255, stdout, '', 'npu-smi info failed (rc=255): dcmi get device health failed. ret is -8020. '
                          'Hint: the device is busy or being reset: retry later.')
@@ -269,7 +236,7 @@ class Clock:
 @pytest.mark.parametrize('rc', [124, 137, -9])
 def test_an_npu_smi_stopped_at_the_time_limit_fails_with_the_hung_hint(host, monkeypatch, rc):
     monkeypatch.setattr(_command, 'time', Clock(60))
-    host.answers[('info',)] = (rc, '', '')
+    host.answers[(NPU_SMI, 'info')] = (rc, '', '')
     assert run_module({}, FailJson) == failure(
         rc, '', '', 'npu-smi info failed (rc=%d): no output. Hint: %s.' % (rc, TIMED_OUT_HINT))
 
@@ -277,15 +244,16 @@ def test_an_npu_smi_stopped_at_the_time_limit_fails_with_the_hung_hint(host, mon
 @pytest.mark.parametrize('rc', [124, -9, -11])
 def test_the_same_status_before_the_time_limit_is_no_timeout(host, monkeypatch, rc):
     monkeypatch.setattr(_command, 'time', Clock(2))
-    host.answers[('info',)] = (rc, '', '')
+    host.answers[(NPU_SMI, 'info')] = (rc, '', '')
     assert run_module({}, FailJson) == failure(rc, '', '', 'npu-smi info failed (rc=%d): no output.' % rc)
 
 
 def test_a_failing_detail_query_names_its_command_after_the_warnings_so_far(host):
-    host.answers[('info',)] = (0, load_fixture(DUO_310P3).replace('| No running processes found in NPU 2',
-                                                                  '...\n| No running processes found in NPU 2'), '')
-    host.answers[('info', '-t', 'board', '-i', '2')] = (0, board_output(2), '')
-    host.answers[('info', '-t', 'board', '-i', '3')] = (255, 'ret is -8020\n', '')
+    table = load_fixture(DUO_310P3).replace('| No running processes found in NPU 2',
+                                            '...\n| No running processes found in NPU 2')
+    host.answers[(NPU_SMI, 'info')] = (0, table, '')
+    host.answers[(NPU_SMI, 'info', '-t', 'board', '-i', '2')] = (0, board_output(2), '')
+    host.answers[(NPU_SMI, 'info', '-t', 'board', '-i', '3')] = (255, 'ret is -8020\n', '')
     assert run_module({'details': ['board']}, FailJson) == failure(
         255, 'ret is -8020\n', '',
         'npu-smi info -t board -i 3 failed (rc=255): ret is -8020. Hint: the device is busy or being reset: '
@@ -299,13 +267,13 @@ def test_npu_smi_not_found(host):
     assert run_module({}, FailJson) == {
         'msg': 'npu-smi was found neither in PATH nor as /usr/local/bin/npu-smi or /usr/local/sbin/npu-smi: '
                'install the Ascend NPU driver, or set npu_smi_path to its location'}
-    assert host.npu_smi_calls() == []
+    assert host.calls() == []
 
 
 def test_npu_smi_path_that_is_not_executable(host):
     assert run_module({'npu_smi_path': '/nowhere/npu-smi'}, FailJson) == {
         'msg': 'npu_smi_path: /nowhere/npu-smi is not an executable file'}
-    assert host.npu_smi_calls() == []
+    assert host.calls() == []
 
 
 def test_negative_timeout(host):

@@ -37,8 +37,10 @@ test-fast: venv link
 host:
 	$(TOOLS)/host-setup.sh
 
+# A changed requirements.txt rebuilds the venv, so that a dropped package does not linger in it.
 $(VENV)/.installed: requirements.txt
-	test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
+	rm -rf $(VENV)
+	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install --quiet --disable-pip-version-check -r requirements.txt
 	touch $@
 

@@ -13,7 +13,7 @@ stage_setup() {
 }
 
 stage_lint() {
-  shellcheck .ci/run tools/*.sh
+  shellcheck .ci/run tools/*.sh tests/simulator/fake-installer.sh
   yamllint --strict .
   ansible-lint --profile production --strict
   python tools/role_docs.py --check

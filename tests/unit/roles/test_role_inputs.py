@@ -24,7 +24,7 @@ import yaml
 from ansible_collections.kunpeng_ascend.vllm.tests.helpers import load_fixture
 from ansible_collections.kunpeng_ascend.vllm.tests.unit.roles import role_harness
 from ansible_collections.kunpeng_ascend.vllm.tests.unit.roles.role_harness import REPO
-ROLES = ('os_tuning', 'npu_driver', 'cann', 'package_fetch')
+ROLES = ('os_tuning', 'npu_driver', 'cann', 'package_fetch', 'container_runtime', 'vllm_service')
 CONTROL_CHARACTERS = ('\n', '\r', '\t', '\x00', '\x1b', '\x7f')
 
 PACKAGES = '/root/ascend-packages/'
@@ -56,12 +56,35 @@ GOOD = {
         'cann_vllm_ascend_version': 'v0.9.1',
     },
     'package_fetch': {'package_fetch_source': URL_SOURCE},
+    'container_runtime': {
+        'container_runtime_ascend_runtime_accept_eula': True,
+        'container_runtime_ascend_runtime_package': {'path': PACKAGES + 'Ascend-docker-runtime_6.0.0_linux-aarch64.run'},
+        'container_runtime_config_path': '/etc/docker/daemon.json',
+    },
+    'vllm_service': {
+        'vllm_service_model': '/data/models/DeepSeek-R1-W8A8',
+        'vllm_service_served_model_name': 'deepseek-r1',
+        'vllm_service_model_manifest': '/data/models/DeepSeek-R1-W8A8.sha256',
+        'vllm_service_api_key_file': '/etc/vllm/api-key',
+        'vllm_service_vllm_ascend_version': 'v0.13.0',
+        'vllm_service_quantization': 'ascend',
+        'vllm_service_pip_wheelhouse': '/srv/wheelhouse',
+        'vllm_service_image': 'quay.io/ascend/vllm-ascend:v0.13.0',
+        'vllm_service_image_archive': '/srv/images/vllm-ascend-v0.13.0.tar',
+        'vllm_service_dtype': 'bfloat16',
+        'vllm_service_scheduling_policy': 'priority',
+        'vllm_service_container_engine': 'docker',
+    },
 }
+# Good strings for variables that GOOD cannot hold, because they exclude another of its values; a control-character case
+# of such a variable drops that other one (the key and the key file are one or the other).
+STRING_SAMPLES = {'vllm_service_api_key': 'test-key-0123456789abcdef'}
+EXCLUDES = {'vllm_service_api_key': {'vllm_service_api_key_file': MISSING}}
 
 # The variables that hold a package source: package_fetch's validate entry point checks each (the one place the
 # rule "one of src, path or url; url needs checksum" is declared).
 PACKAGE_SOURCES = ('npu_driver_driver_package', 'npu_driver_firmware_package', 'cann_toolkit_package', 'cann_nnal_package',
-                   'package_fetch_source')
+                   'package_fetch_source', 'container_runtime_ascend_runtime_package')
 # One source per field of a package source.
 SOURCE_WITH = {'src': {'src': 'files/' + os.path.basename(DRIVER)}, 'path': {'path': DRIVER}, 'url': URL_SOURCE, 'checksum': URL_SOURCE}
 
@@ -70,6 +93,18 @@ DICT_STRINGS = {
     'os_tuning_sysctl_extra': (
         lambda char: {'net.core.somaxconn' + char: 4096},
         lambda char: {'net.core.somaxconn': '4096' + char},
+    ),
+    'container_runtime_docker_ce_repo': (
+        lambda char: {'url': 'https://download.docker.com/linux/debian' + char, 'gpg_key_url': 'https://download.docker.com/linux/debian/gpg'},
+        lambda char: {'url': 'https://download.docker.com/linux/debian', 'gpg_key_url': 'https://download.docker.com/linux/debian/gpg' + char},
+    ),
+    'vllm_service_env': (
+        lambda char: {'OMP_NUM_THREADS' + char: '1'},
+        lambda char: {'OMP_NUM_THREADS': '1' + char},
+    ),
+    'vllm_service_model_source': (
+        lambda char: {'src': '/srv/models/tiny' + char},
+        lambda char: {'path': '/mnt/nfs/models/tiny' + char},
     ),
     'cann_kernels_package': (
         lambda char: {'910b': {'path': KERNELS + char}},
@@ -99,7 +134,7 @@ def string_inputs(role):
     for name, spec in sorted(role_spec(role).items()):
         kind = spec.get('type', 'str')
         if kind in ('str', 'path'):
-            sample = good_value(role, name)
+            sample = STRING_SAMPLES.get(name, good_value(role, name))
             assert isinstance(sample, str), 'give %s a good string value in GOOD' % name
             inputs.append((name, lambda char, sample=sample: sample + char))
         elif kind == 'list' and spec.get('elements') == 'str':
@@ -135,6 +170,43 @@ FIRMWARE_VERSION = 'npu_driver_firmware_version must be the firmware version of 
 ONE_SOURCE = ('%s must be a dict with exactly one of src (a file on the controller), path (a file on the host) or url, and no other key than'
               ' checksum; %s.checksum (for example "sha256:<hex>") is required with %s.url; got %s')
 CASES = {
+    # vllm_service: the serving inputs that must fail before anything changes, each naming the variable
+    'vllm_service good inputs': ('vllm_service', {}, None),
+    'vllm_service every optional setting null': ('vllm_service', {
+        'vllm_service_served_model_name': None, 'vllm_service_model_manifest': None, 'vllm_service_api_key_file': None,
+        'vllm_service_vllm_ascend_version': None, 'vllm_service_quantization': None, 'vllm_service_pip_wheelhouse': None,
+        'vllm_service_image': None, 'vllm_service_image_archive': None, 'vllm_service_dtype': None,
+        'vllm_service_scheduling_policy': None, 'vllm_service_container_engine': None, 'vllm_service_mode': 'native'}, None),
+    'vllm_service a public address without an API key': ('vllm_service', {
+        'vllm_service_host': '0.0.0.0', 'vllm_service_api_key_file': None}, [
+        'vllm_service_host is 0.0.0.0, which is reachable beyond this host: set vllm_service_api_key or vllm_service_api_key_file'
+        ' (an API key is required there), or listen on 127.0.0.1.']),
+    'vllm_service a loopback address without an API key': ('vllm_service', {
+        'vllm_service_host': '127.0.0.2', 'vllm_service_api_key_file': None}, None),
+    'vllm_service both an API key and a key file': ('vllm_service', {'vllm_service_api_key': 'test-key-0123456789abcdef'}, [
+        'Set one of vllm_service_api_key and vllm_service_api_key_file, not both; the key must be 16 to 4096 printable'
+        ' characters without blanks.']),
+    'vllm_service a short API key': ('vllm_service', {'vllm_service_api_key': 'short', 'vllm_service_api_key_file': MISSING}, [
+        'Set one of vllm_service_api_key and vllm_service_api_key_file, not both; the key must be 16 to 4096 printable'
+        ' characters without blanks.']),
+    'vllm_service the key in the extra arguments': ('vllm_service', {'vllm_service_extra_args': ['--api-key', 'k' * 20]}, [
+        'vllm_service_extra_args must be strings without control characters and without --api-key (the key goes in'
+        ' vllm_service_api_key, never in an argv); vllm_service_env must map names of letters, digits and _ (not VLLM_API_KEY)'
+        ' to values without control characters or null; vllm_service_volumes must be "/host/path:/container/path[:options]".'
+        ' Got extra_args ["--api-key", "kkkkkkkkkkkkkkkkkkkk"], env names [], volumes [].']),
+    'vllm_service a pin that is not exact': ('vllm_service', {'vllm_service_pip_packages': ['vllm>=0.13']}, [
+        'vllm_service_pip_packages must be null or a list of exact pins, name==version (such as vllm-ascend==0.13.0);'
+        ' got ["vllm>=0.13"]']),
+    'vllm_service a fraction above 1': ('vllm_service', {'vllm_service_gpu_memory_utilization': 1.5}, [
+        'vllm_service_gpu_memory_utilization must be null or a fraction above 0 and at most 1, such as 0.92; got 1.5']),
+    'vllm_service no parallelism': ('vllm_service', {'vllm_service_tensor_parallel_size': 0}, [
+        'vllm_service_tensor_parallel_size must be 1 or more; got 0']),
+    'vllm_service a dtype vLLM does not know': ('vllm_service', {'vllm_service_dtype': 'fp8'}, [
+        'vllm_service_dtype must be null or one of auto, half, float16, bfloat16, float, float32; got "fp8"']),
+    'vllm_service NPUs listed twice': ('vllm_service', {'vllm_service_npus': [0, 1, 1]}, [
+        'vllm_service_npus must be null or a non-empty list of distinct NPU ids (0 or more); got [0, 1, 1]']),
+    'vllm_service container mode without an image': ('vllm_service', {'vllm_service_mode': 'container', 'vllm_service_image': None}, [
+        'vllm_service_image must name the vLLM image (such as quay.io/ascend/vllm-ascend:v0.13.0) in container mode']),
     # os_tuning: ranges, with null and the defaults accepted
     'os_tuning defaults': ('os_tuning', {}, None),
     'os_tuning every setting null': ('os_tuning', {
@@ -285,7 +357,7 @@ def control_cases():
     for role in ROLES:
         for index, (name, make) in enumerate(string_inputs(role)):
             for text in ('\n', CONTROL_CHARACTERS[1 + index % (len(CONTROL_CHARACTERS) - 1)] + 'injected'):
-                cases['%s: %s holding %r (%d)' % (role, name, text, index)] = (role, {name: make(text)}, name)
+                cases['%s: %s holding %r (%d)' % (role, name, text, index)] = (role, dict(EXCLUDES.get(name, {}), **{name: make(text)}), name)
     return cases
 
 

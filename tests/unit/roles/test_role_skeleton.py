@@ -24,10 +24,11 @@ import yaml
 from ansible_collections.kunpeng_ascend.vllm.tests.unit.roles import role_harness
 from ansible_collections.kunpeng_ascend.vllm.tests.unit.roles.role_harness import REPO
 
-# tasks/set_vars.yml, the start the three roles share: the OS facts of a case (None: gathered from this machine) and
+# tasks/set_vars.yml, the start the roles share: the OS facts of a case (None: gathered from this machine) and
 # the per-OS file the role must load (None: the role refuses the OS, naming it and the supported ones).
-SKELETON_ROLES = ('os_tuning', 'npu_driver', 'cann')
-PER_OS_LIST = {'os_tuning': '__os_tuning_packages', 'npu_driver': '__npu_driver_build_deps', 'cann': '__cann_dependencies'}
+SKELETON_ROLES = ('os_tuning', 'npu_driver', 'cann', 'container_runtime', 'vllm_service')
+PER_OS_LIST = {'os_tuning': '__os_tuning_packages', 'npu_driver': '__npu_driver_build_deps', 'cann': '__cann_dependencies',
+               'container_runtime': '__container_runtime_packages', 'vllm_service': '__vllm_service_venv_packages'}
 OS_CASES = {
     'Debian 12': ({'distribution': 'Debian', 'os_family': 'Debian'}, 'Debian.yml'),
     'Ubuntu 22.04': ({'distribution': 'Ubuntu', 'os_family': 'Debian'}, 'Debian.yml'),
@@ -76,7 +77,9 @@ def test_set_vars_loads_the_variables_of_the_os_or_refuses_it(set_vars_results, 
         vars_file = report['family'] + '.yml'
         assert vars_file in ('Debian.yml', 'RedHat.yml'), 'this machine is neither Debian nor RedHat family: %s' % report
     with open(os.path.join(REPO, 'roles', role, 'vars', vars_file), encoding='utf-8') as per_os:
-        listed = [name.replace("{{ ansible_facts['kernel'] }}", report['kernel']) for name in yaml.safe_load(per_os)[PER_OS_LIST[role]]]
+        listed = yaml.safe_load(per_os)[PER_OS_LIST[role]]
+    if isinstance(listed, list):
+        listed = [name.replace("{{ ansible_facts['kernel'] }}", report['kernel']) for name in listed]
     assert report == {'per_os': listed, 'check_mode': True, 'family': report['family'], 'kernel': report['kernel']}
 
 
@@ -97,7 +100,7 @@ def test_one_skeleton_in_every_role():
                         if name in ('__%s_required_facts' % role, '__%s_vars_file' % role, '__%s_supported_os' % role,
                                     '__%s_check_mode' % role)}
         texts[role] = (set_vars, json.dumps(skeleton).replace(role, 'ROLE'))
-    assert texts['npu_driver'] == texts['os_tuning'] == texts['cann']
+    assert len(set(texts.values())) == 1, texts
 
 
 @pytest.mark.parametrize('role', SKELETON_ROLES)

@@ -1,0 +1,365 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+
+# Copyright (c) kunpeng_ascend.vllm contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: vllm_endpoint_check
+short_description: Wait until a vLLM OpenAI-compatible endpoint serves a model, and prove it with a completion
+version_added: 0.2.0
+description:
+  - Waits, under one deadline (O(timeout)), for the stages of a vLLM endpoint coming up, in order, trying each
+    again every O(interval) seconds until it succeeds.
+  - C(health) - C(GET /health) answers 200.
+  - C(models) - C(GET /v1/models) answers 200 and lists O(served_model_name).
+  - C(completion) - C(POST /v1/completions) of O(prompt) with O(max_tokens) tokens at temperature 0 (greedy)
+    answers 200 with a C(choices[0].text).
+  - C(chat) (when O(chat) is true) - C(POST /v1/chat/completions) of the same prompt answers 200 with a
+    C(choices[0].message.content).
+  - C(unauthorized) (when O(expect_unauthorized) is true) - C(GET /v1/models) without the API key answers 401.
+  - "A stage that does not succeed before the deadline fails the module with
+    C(waited N s for WHAT at URL: LAST ERROR). An answer that waiting cannot change fails at once - a 401 or 403
+    (C(the API key was refused)), a 400 or 422 to a completion, a 2xx without the key when O(expect_unauthorized)
+    is true."
+  - With O(unit), a failure also reports the systemd unit's state and the end of its journal (RV(unit_state),
+    RV(unit_journal)), and the wait ends early when the unit is C(failed) or C(inactive), since it will not come up
+    by itself.
+  - The API key is sent as C(Authorization) C(Bearer KEY); it never appears in the result (it is masked in every
+    message, answer and journal line quoted).
+  - Only reads; it never changes the host or the service.
+author:
+  - kunpeng_ascend.vllm maintainers (@kunpeng-ascend)
+extends_documentation_fragment:
+  - kunpeng_ascend.vllm.attributes
+attributes:
+  check_mode:
+    support: full
+    details:
+      - The module only reads, so it asks the endpoint in check mode too and returns the same result.
+  diff_mode:
+    support: none
+  platform:
+    support: full
+    platforms: posix
+options:
+  url:
+    description:
+      - Base URL of the endpoint, C(http[s]://HOST[:PORT][/PREFIX]); the paths C(/health) and C(/v1/...) are added
+        to it.
+      - Proxies from the environment are not used.
+    type: str
+    default: http://127.0.0.1:8000
+  api_key:
+    description:
+      - The API key the service was started with (C(--api-key) or C(VLLM_API_KEY)), sent as a Bearer token.
+      - Without it no C(Authorization) header is sent.
+    type: str
+  served_model_name:
+    description:
+      - The model name the endpoint serves (C(--served-model-name), else the model path given to C(vllm serve)).
+    type: str
+    required: true
+  timeout:
+    description:
+      - Seconds all the stages together may take.
+      - A large model takes minutes to load; the default suits one that loads in under ten.
+    type: int
+    default: 600
+  interval:
+    description:
+      - Seconds between two tries of a stage.
+    type: float
+    default: 2
+  request_timeout:
+    description:
+      - Seconds one request may wait for the connection and for each read of its answer (never beyond the
+        deadline of O(timeout)).
+    type: float
+    default: 60
+  prompt:
+    description:
+      - The prompt of the completion (and of the chat message).
+    type: str
+    default: Hello
+  max_tokens:
+    description:
+      - Tokens the completion may generate.
+    type: int
+    default: 8
+  chat:
+    description:
+      - Also ask for one chat completion (C(/v1/chat/completions)); the model needs a chat template.
+    type: bool
+    default: false
+  expect_unauthorized:
+    description:
+      - Also check that C(/v1/models) without the API key answers 401, that is that the endpoint is not open to
+        anyone. Needs O(api_key).
+    type: bool
+    default: false
+  validate_certs:
+    description:
+      - Whether an https endpoint's certificate is verified (against the system's CAs, or O(ca_path)).
+    type: bool
+    default: true
+  ca_path:
+    description:
+      - PEM file of the CA certificates that an https endpoint's certificate is verified against.
+    type: path
+  unit:
+    description:
+      - Name of the systemd unit that runs the service (such as C(vllm) or C(vllm.service)).
+      - When set, a failure reports C(systemctl show -p ActiveState,SubState,NRestarts,MainPID UNIT) and the last
+        O(journal_lines) lines of C(journalctl -u UNIT); those commands never fail the module themselves.
+      - While waiting, the unit's state is read at most every 10 seconds, and the wait ends when the unit is
+        C(failed) or C(inactive).
+    type: str
+  journal_lines:
+    description:
+      - Lines of the unit's journal a failure reports (with O(unit)).
+    type: int
+    default: 30
+requirements:
+  - C(systemctl) and C(journalctl) on the host, for O(unit).
+notes:
+  - vLLM answers C(/health) only once the model is loaded; until then the connection is refused.
+  - C(/health) of vLLM needs no API key; the key is sent to it too, for gateways that want one.
+seealso:
+  - name: vLLM OpenAI-compatible server
+    description: The endpoints this module asks.
+    link: https://docs.vllm.ai/en/latest/serving/openai_compatible_server.html
+"""
+
+EXAMPLES = r"""
+- name: Wait for the service to serve DeepSeek, and prove it
+  kunpeng_ascend.vllm.vllm_endpoint_check:
+    url: http://127.0.0.1:8000
+    api_key: "{{ vllm_api_key }}"
+    served_model_name: deepseek-r1
+    timeout: 1800
+    unit: vllm
+  register: endpoint
+
+- name: Show the answer
+  ansible.builtin.debug:
+    msg: "{{ endpoint.completion }} ({{ endpoint.stages }})"
+
+- name: Check a chat completion and that the endpoint refuses requests without the key
+  kunpeng_ascend.vllm.vllm_endpoint_check:
+    url: https://inference.example.com/vllm
+    ca_path: /etc/pki/inference-ca.pem
+    api_key: "{{ vllm_api_key }}"
+    served_model_name: deepseek-r1
+    chat: true
+    expect_unauthorized: true
+    timeout: 60
+"""
+
+RETURN = r"""
+url:
+  description: The base URL asked (without a trailing slash).
+  returned: always
+  type: str
+  sample: http://127.0.0.1:8000
+stages:
+  description: Seconds each stage that succeeded took (waiting included), by name, in the order they ran.
+  returned: always
+  type: dict
+  sample: {"health": 41.372, "models": 0.004, "completion": 0.081, "chat": 0.062, "unauthorized": 0.002}
+models:
+  description: The model ids C(/v1/models) lists.
+  returned: success
+  type: list
+  elements: str
+  sample: [deepseek-r1]
+completion:
+  description: The text of the completion (C(choices[0].text)).
+  returned: success
+  type: str
+  sample: " world, and welcome"
+chat_completion:
+  description: The reply of the chat completion; null when O(chat) is false.
+  returned: success
+  type: str
+  sample: Hello! How can I help you today?
+unauthorized_status:
+  description: The status C(/v1/models) answered without the API key (401); null when O(expect_unauthorized) is false.
+  returned: success
+  type: int
+  sample: 401
+seconds:
+  description: Seconds the module waited in all.
+  returned: always
+  type: float
+  sample: 41.46
+stage:
+  description: The stage that failed (C(health), C(models), C(completion), C(chat) or C(unauthorized)).
+  returned: failure
+  type: str
+  sample: models
+error:
+  description: The last error of the stage that failed.
+  returned: failure
+  type: str
+  sample: "GET http://127.0.0.1:8000/v1/models lists the models ['qwen'], not 'deepseek-r1' (served_model_name)"
+status:
+  description: The HTTP status of the last answer of the stage that failed; null when there was no answer.
+  returned: failure
+  type: int
+  sample: 503
+unit_state:
+  description:
+    - The unit's C(ActiveState), C(SubState), C(NRestarts) and C(MainPID) (the last two as integers) when the module
+      failed, or the text of the error that kept C(systemctl) from telling.
+    - Null without O(unit).
+  returned: failure
+  type: raw
+  sample: {"ActiveState": "activating", "SubState": "auto-restart", "NRestarts": 3, "MainPID": 0}
+unit_journal:
+  description: The last O(journal_lines) lines of the unit's journal when the module failed (or the error of
+    C(journalctl)); null without O(unit).
+  returned: failure
+  type: list
+  elements: str
+  sample: ["Nov 30 20:01:02 node1 vllm[4242]: RuntimeError: NPU out of memory."]
+"""
+
+import time
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._command import CommandRunner
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._vllm_endpoint import (
+    EndpointCheck,
+    Refused,
+    StageFailed,
+    describe_unit,
+    mask,
+    parse_systemctl_show,
+    ssl_context,
+    unit_is_down,
+)
+
+# Seconds systemctl and journalctl may take.
+COMMAND_TIMEOUT = 30
+# Seconds between two readings of the unit's state while waiting.
+UNIT_POLL_SECONDS = 10
+UNIT_PROPERTIES = 'ActiveState,SubState,NRestarts,MainPID'
+
+
+class Unit:
+    """The systemd unit of the service, read through the command runner; reading it never fails the module."""
+
+    def __init__(self, module, name, journal_lines):
+        self.module = module
+        self.name = name
+        self.journal_lines = journal_lines
+        self.runner = CommandRunner(module, COMMAND_TIMEOUT)
+        self.last_poll = None
+        # Whether the wait ended because the unit was down (its state is then in the message already).
+        self.down = False
+
+    def _run(self, tool, args):
+        """stdout of ``tool ARGS``, or an error text (str, second item) when it cannot be had."""
+        path = self.module.get_bin_path(tool)
+        if not path:
+            return None, '%s was not found in PATH' % tool
+        argv = [path] + args
+        result = self.runner.run(argv)
+        if result.timed_out:
+            return None, '%s did not answer within %d s' % (' '.join(argv), COMMAND_TIMEOUT)
+        if result.rc != 0:
+            output = (result.stderr or result.stdout).strip()
+            return None, '%s failed (rc %d): %s' % (' '.join(argv), result.rc, output)
+        return result.stdout, None
+
+    def state(self):
+        """parse_systemctl_show's dict, or the error text."""
+        stdout, error = self._run('systemctl', ['show', '-p', UNIT_PROPERTIES, '--', self.name])
+        return error if error else parse_systemctl_show(stdout)
+
+    def journal(self):
+        """The last lines of the unit's journal, or a one-line list with the error."""
+        stdout, error = self._run('journalctl', ['-u', self.name, '--no-pager', '-n', str(self.journal_lines)])
+        return [error] if error else stdout.splitlines()
+
+    def on_retry(self, stage, error):
+        """Stop waiting (Refused) when the unit is down; read its state at most every UNIT_POLL_SECONDS."""
+        now = time.monotonic()
+        if self.last_poll is not None and now - self.last_poll < UNIT_POLL_SECONDS:
+            return
+        self.last_poll = now
+        state = self.state()
+        if isinstance(state, dict) and unit_is_down(state):
+            self.down = True
+            raise Refused('%s, so it will not come up by itself (see unit_journal)' % describe_unit(self.name, state))
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            url=dict(type='str', default='http://127.0.0.1:8000'),
+            api_key=dict(type='str', no_log=True),
+            served_model_name=dict(type='str', required=True),
+            timeout=dict(type='int', default=600),
+            interval=dict(type='float', default=2),
+            request_timeout=dict(type='float', default=60),
+            prompt=dict(type='str', default='Hello'),
+            max_tokens=dict(type='int', default=8, no_log=False),
+            chat=dict(type='bool', default=False),
+            expect_unauthorized=dict(type='bool', default=False),
+            validate_certs=dict(type='bool', default=True),
+            ca_path=dict(type='path'),
+            unit=dict(type='str'),
+            journal_lines=dict(type='int', default=30),
+        ),
+        required_if=[('expect_unauthorized', True, ['api_key'])],
+        # The module only reads, so check mode asks the endpoint as well.
+        supports_check_mode=True,
+    )
+    params = module.params
+    key = params['api_key']
+    for option in ('timeout', 'max_tokens', 'journal_lines'):
+        if params[option] < 1:
+            module.fail_json(msg='%s must be at least 1, not %d' % (option, params[option]))
+    for option in ('interval', 'request_timeout'):
+        if params[option] <= 0:
+            module.fail_json(msg='%s must be above 0 seconds, not %s' % (option, params[option]))
+    if not params['served_model_name'].strip():
+        module.fail_json(msg='served_model_name must not be empty')
+    if params['unit'] is not None and not params['unit'].strip():
+        module.fail_json(msg='unit must not be empty: leave it out, or name the service unit')
+    unit = Unit(module, params['unit'], params['journal_lines']) if params['unit'] else None
+    try:
+        context = ssl_context(params['validate_certs'], params['ca_path'])
+    except OSError as error:
+        module.fail_json(msg='ca_path: %s cannot be read as PEM CA certificates: %s' % (params['ca_path'], error))
+    try:
+        check = EndpointCheck(
+            params['url'], params['served_model_name'], api_key=key, timeout=params['timeout'],
+            interval=params['interval'], request_timeout=params['request_timeout'], prompt=params['prompt'],
+            max_tokens=params['max_tokens'], chat=params['chat'], expect_unauthorized=params['expect_unauthorized'],
+            context=context, on_retry=unit.on_retry if unit else None)
+    except ValueError as error:
+        module.fail_json(msg=mask(str(error), key))
+    try:
+        result = check.run()
+    except StageFailed as failure:
+        failed = dict(msg=failure.msg, stage=failure.stage, error=failure.error, status=failure.status,
+                      stages=dict(check.stages), seconds=round(check.elapsed(), 3), url=check.base,
+                      unit_state=None, unit_journal=None)
+        if unit:
+            failed['unit_state'] = unit.state()
+            failed['unit_journal'] = unit.journal()
+            if isinstance(failed['unit_state'], dict) and not unit.down:
+                failed['msg'] += ' (%s)' % describe_unit(unit.name, failed['unit_state'])
+        module.fail_json(**mask(failed, key))
+    module.exit_json(changed=False, **mask(result, key))
+
+
+if __name__ == '__main__':
+    main()

@@ -1,0 +1,162 @@
+#!/usr/bin/env python
+# Copyright (c) kunpeng_ascend.vllm contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Make a tiny random Llama model that a real vLLM server loads and serves on a CPU in seconds.
+
+Usage: make-tiny-model.py [--force] OUT_DIR
+
+Run it with the Python of a vLLM venv: it needs torch, transformers and tokenizers, which vLLM brings, and
+nothing from the network. The tokenizer is a byte-level BPE of 1024 entries trained on the text shipped beside
+this script (tiny-model-corpus.txt); the model is a 2-layer Llama (hidden size 128, 4 heads of 32: the CPU
+attention needs a head size of at least 32; 256 positions) with weights drawn from seed 0 and tied embeddings.
+Its answers are nonsense, but greedy decoding gives the same answer to the same prompt, run to run and machine to
+machine, and so does this script: the same corpus and library versions give byte-identical files.
+
+OUT_DIR gets config.json, generation_config.json, model.safetensors, tokenizer.json, tokenizer_config.json (with a
+chat template, so that /v1/chat/completions works) and SHA256SUMS (`sha256sum` format, relative paths, sorted),
+with files 0644 and directories 0755 whatever the umask, so that a service user can read them. The directory
+appears whole or not at all: it is built beside OUT_DIR and renamed. An OUT_DIR that exists and is not empty is
+kept unless --force.
+"""
+
+import argparse
+import hashlib
+import os
+import shutil
+import sys
+import tempfile
+
+# Never ask a model hub for anything; keep the libraries quiet and single-minded.
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+
+CORPUS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "tiny-model-corpus.txt")
+SEED = 0
+VOCAB_SIZE = 1024
+SPECIAL_TOKENS = ["<|begin_of_text|>", "<|end_of_text|>", "<|pad|>"]
+BOS, EOS, PAD = SPECIAL_TOKENS
+# Llama-like roles; the model's answers mean nothing, the template only has to render.
+CHAT_TEMPLATE = (
+    "{{ bos_token }}{% for message in messages %}"
+    "{{ message['role'] }}: {{ message['content'] }}\n"
+    "{% endfor %}{% if add_generation_prompt %}assistant: {% endif %}"
+)
+MODEL = dict(
+    vocab_size=VOCAB_SIZE,
+    hidden_size=128,
+    intermediate_size=256,
+    num_hidden_layers=2,
+    num_attention_heads=4,
+    num_key_value_heads=4,
+    head_dim=32,
+    max_position_embeddings=256,
+    tie_word_embeddings=True,
+    bos_token_id=0,
+    eos_token_id=1,
+    pad_token_id=2,
+)
+
+
+def train_tokenizer(corpus_path):
+    """A byte-level BPE tokenizer with exactly VOCAB_SIZE entries, special tokens first."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
+
+    tokenizer = Tokenizer(models.BPE())
+    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tokenizer.decoder = decoders.ByteLevel()
+    tokenizer.post_processor = processors.ByteLevel(trim_offsets=False)
+    trainer = trainers.BpeTrainer(
+        vocab_size=VOCAB_SIZE,
+        min_frequency=1,
+        special_tokens=SPECIAL_TOKENS,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )
+    with open(corpus_path, encoding="utf-8") as f:
+        lines = f.read().splitlines()
+    tokenizer.train_from_iterator(lines, trainer=trainer)
+    if tokenizer.get_vocab_size() != VOCAB_SIZE:
+        sys.exit("make-tiny-model: the corpus %s gave %d tokens, not %d: it needs more text"
+                 % (corpus_path, tokenizer.get_vocab_size(), VOCAB_SIZE))
+    for token_id, token in enumerate(SPECIAL_TOKENS):
+        assert tokenizer.token_to_id(token) == token_id, token
+    return tokenizer
+
+
+def save_tokenizer(tokenizer, out):
+    from transformers import PreTrainedTokenizerFast
+
+    fast = PreTrainedTokenizerFast(
+        tokenizer_object=tokenizer, bos_token=BOS, eos_token=EOS, pad_token=PAD,
+        model_max_length=MODEL["max_position_embeddings"], clean_up_tokenization_spaces=False,
+    )
+    fast.chat_template = CHAT_TEMPLATE
+    fast.save_pretrained(out)
+
+
+def save_model(out):
+    import torch
+    from transformers import GenerationConfig, LlamaConfig, LlamaForCausalLM
+
+    torch.manual_seed(SEED)
+    config = LlamaConfig(**MODEL)
+    model = LlamaForCausalLM(config).to(torch.float32).eval()
+    model.generation_config = GenerationConfig(
+        bos_token_id=MODEL["bos_token_id"], eos_token_id=MODEL["eos_token_id"], pad_token_id=MODEL["pad_token_id"],
+        do_sample=False,
+    )
+    from transformers.utils import logging
+
+    logging.disable_progress_bar()
+    model.save_pretrained(out, safe_serialization=True)
+
+
+def finish(out):
+    """Make every file readable by any user and write SHA256SUMS over them."""
+    sums = []
+    for root, dirs, files in os.walk(out):
+        dirs.sort()
+        os.chmod(root, 0o755)
+        for name in files:
+            path = os.path.join(root, name)
+            os.chmod(path, 0o644)
+            digest = hashlib.sha256()
+            with open(path, "rb") as f:
+                for block in iter(lambda: f.read(1 << 20), b""):
+                    digest.update(block)
+            sums.append((os.path.relpath(path, out), digest.hexdigest()))
+    with open(os.path.join(out, "SHA256SUMS"), "w", encoding="utf-8") as f:
+        for rel, hexdigest in sorted(sums):
+            f.write("%s  %s\n" % (hexdigest, rel))
+    os.chmod(os.path.join(out, "SHA256SUMS"), 0o644)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("out_dir", metavar="OUT_DIR")
+    parser.add_argument("--force", action="store_true", help="replace an OUT_DIR that is not empty")
+    args = parser.parse_args(argv)
+    out = os.path.abspath(args.out_dir)
+    if os.path.isdir(out) and os.listdir(out) and not args.force:
+        sys.exit("make-tiny-model: %s exists and is not empty; --force replaces it" % out)
+    parent = os.path.dirname(out)
+    os.makedirs(parent, exist_ok=True)
+    tmp = tempfile.mkdtemp(prefix=".%s." % os.path.basename(out), dir=parent)
+    try:
+        save_tokenizer(train_tokenizer(CORPUS), tmp)
+        save_model(tmp)
+        finish(tmp)
+        if os.path.lexists(out):
+            shutil.rmtree(out) if os.path.isdir(out) and not os.path.islink(out) else os.unlink(out)
+        os.rename(tmp, out)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    print(out)
+
+
+if __name__ == "__main__":
+    main()

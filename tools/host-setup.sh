@@ -28,6 +28,7 @@ git               git --version
 rsync             rsync --version
 make              make --version
 shellcheck        shellcheck --version
+chromium          chromium --headless --no-sandbox --disable-gpu --dump-dom "data:text/html,<p>headless-ok</p>" 2>&1 | grep -F headless-ok
 '
 
 log() { printf '[host-setup] %s\n' "$*"; }

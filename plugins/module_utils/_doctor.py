@@ -1,0 +1,533 @@
+# -*- coding: utf-8 -*-
+
+# Copyright (c) kunpeng_ascend.vllm contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+"""Private to the kunpeng_ascend.vllm collection: not a public API, it may change without notice.
+
+The doctor's judgement: what the ``ascend_doctor`` module observed on a node in, findings out. Nothing here runs
+a command or reads a file; the module collects the observations (one call per tool) and hands them to the
+``check_*`` functions, and the small parsers below read the text the tools and files hold.
+
+A finding is a dict: ``check`` (its name), ``status`` (``ok``, ``warn``, ``fail`` or ``skipped``), ``summary``
+(one sentence), ``details`` (data: what was seen) and ``fix`` (a concrete action naming the command, variable or
+file; null when there is nothing to fix). ``overall`` makes one verdict of them: ``healthy`` (no warn or fail),
+``degraded`` (warnings only) or ``broken`` (any fail).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._compatibility import check_combination
+
+STATUSES = ('ok', 'skipped', 'warn', 'fail')
+# The order of the checks in a report.
+CHECKS = ('versions', 'npu_health', 'npu_memory', 'npu_temperature', 'npu_processes', 'tuning', 'container_runtime',
+          'service', 'journal', 'network')
+# At most this many matching journal lines are reported per kind of error.
+JOURNAL_LINES_PER_KIND = 3
+# A journal line is cut to this many characters in a report.
+JOURNAL_LINE_CHARS = 300
+
+
+def finding(check, status, summary, details=None, fix=None):
+    """One finding (see the module docstring)."""
+    if status not in STATUSES:
+        raise ValueError('%r is not a finding status (%s)' % (status, ', '.join(STATUSES)))
+    return {'check': check, 'status': status, 'summary': summary, 'details': details if details is not None else {},
+            'fix': fix}
+
+
+def overall(findings):
+    """``broken`` when a finding fails, else ``degraded`` when one warns, else ``healthy``."""
+    statuses = set(item['status'] for item in findings)
+    if 'fail' in statuses:
+        return 'broken'
+    if 'warn' in statuses:
+        return 'degraded'
+    return 'healthy'
+
+
+# --------------------------------------------------------------------------------------------------------- parsers
+
+def parse_systemctl_show(text):
+    """``systemctl show`` output of one or more units (blocks separated by blank lines) as a list of dicts."""
+    blocks = []
+    block = {}
+    for line in (text or '').splitlines():
+        if not line.strip():
+            if block:
+                blocks.append(block)
+                block = {}
+            continue
+        key, sep, value = line.partition('=')
+        if sep:
+            block[key.strip()] = value.strip()
+    if block:
+        blocks.append(block)
+    return blocks
+
+
+def parse_sysctl_conf(text):
+    """``key = value`` lines of a sysctl.d file as a dict (comments and blank lines skipped; a leading ``-`` that
+    tells systemd-sysctl to ignore failures is dropped)."""
+    values = {}
+    for line in (text or '').splitlines():
+        line = line.strip()
+        if not line or line[0] in '#;':
+            continue
+        key, sep, value = line.partition('=')
+        if sep:
+            values[key.strip().lstrip('-').replace('/', '.')] = ' '.join(value.split())
+    return values
+
+
+def parse_tmpfiles_writes(text):
+    """The ``w`` lines of a tmpfiles.d file as a dict: path (as written, may hold a glob) -> value."""
+    values = {}
+    for line in (text or '').splitlines():
+        fields = line.split(None, 6)
+        if len(fields) == 7 and fields[0] in ('w', 'w+'):
+            values[fields[1]] = ' '.join(fields[6].split())
+    return values
+
+
+def sysfs_value(text):
+    """A sysfs value as os_tuning compares it: the ``[selected]`` word of a choice such as
+    ``always [madvise] never``, else the text with its whitespace collapsed."""
+    text = text or ''
+    selected = re.search(r'\[([^\]]*)\]', text)
+    return selected.group(1).strip() if selected else ' '.join(text.split())
+
+
+def parse_meminfo(text):
+    """``/proc/meminfo`` as a dict of integers (kB, or pages for the HugePages_ lines)."""
+    values = {}
+    for line in (text or '').splitlines():
+        match = re.match(r'^([^:]+):\s*(\d+)', line)
+        if match:
+            values[match.group(1)] = int(match.group(2))
+    return values
+
+
+def parse_hccn_status(text):
+    """The value of hccn_tool's ``... status: VALUE`` answer (``-link -g``, ``-net_health -g``); None when absent."""
+    for line in (text or '').splitlines():
+        match = re.match(r'^\s*[\w ]*status\s*:\s*(\S+)', line, re.IGNORECASE)
+        if match:
+            return match.group(1)
+    return None
+
+
+def health_error_codes(sections):
+    """``{chip_id or None: error code}`` from parsed ``npu-smi info -t health`` sections; codes ``NA`` and empty
+    are left out."""
+    codes = {}
+    for section in sections or []:
+        code = (section.get('Error Code') or '').strip()
+        if code and code.upper() not in ('NA', '0', 'N/A'):
+            chip = section.get('Chip ID')
+            codes[int(chip) if chip is not None and str(chip).strip().isdigit() else None] = code
+    return codes
+
+
+# --------------------------------------------------------------------------------------------------------- versions
+
+def release_from_image(image):
+    """The vllm-ascend release of an image reference tagged like ``quay.io/ascend/vllm-ascend:v0.13.0-a3``, as the
+    vllm_service role reads it; None when the tag says none."""
+    match = re.search(r':v?([0-9]+[.][0-9]+[.][0-9]+[^-]*)', image or '')
+    return match.group(1) if match else None
+
+
+def check_versions(driver, firmware, cann, vllm_ascend, mode=None):
+    """The versions finding: the installed driver, firmware and CANN and the service's vllm-ascend release, and
+    whether the release fits the driver (vllm_service's preflight rule) and, in native mode, the host's CANN."""
+    details = {'driver': driver, 'firmware': firmware, 'cann': cann, 'vllm_ascend': vllm_ascend, 'mode': mode}
+    if not driver:
+        return finding('versions', 'fail', 'No NPU driver is installed (no driver version.info)', details,
+                       'Install it: run playbooks/site.yml (role kunpeng_ascend.vllm.npu_driver) on this host')
+    if not vllm_ascend:
+        return finding('versions', 'warn',
+                       'Cannot tell which vllm-ascend release the service runs, so its fit with driver %s is unknown'
+                       % driver, details,
+                       'Set vllm_service_vllm_ascend_version (such as 0.13.0) in the inventory, or a versioned '
+                       'vllm_service_image tag')
+    result = check_combination(vllm_ascend=vllm_ascend, driver=driver)
+    details['row'] = result['row']
+    details['suggestion'] = result['suggestion']
+    if not result['supported']:
+        suggestion = result['suggestion']
+        if suggestion:
+            fix = ('Use the row that fits driver %s: vllm-ascend %s with CANN %s (%s); set vllm_service_image or '
+                   'vllm_service_vllm_ascend_version to it and re-run playbooks/site.yml, or upgrade the NPU driver '
+                   '(npu_driver_version)' % (driver, suggestion['vllm_ascend'], suggestion['cann'], suggestion['image']))
+        else:
+            fix = 'No row of the compatibility set fits driver %s: upgrade the NPU driver (npu_driver_version)' % driver
+        return finding('versions', 'fail', 'vllm-ascend %s does not fit NPU driver %s: %s'
+                       % (vllm_ascend, driver, '; '.join(result['problems'])), details, fix)
+    problems = []
+    if mode == 'native' and cann:
+        cann_result = check_combination(vllm_ascend=vllm_ascend, cann=cann)
+        problems = cann_result['problems']
+        if problems:
+            return finding('versions', 'warn', 'vllm-ascend %s fits driver %s, but the host\'s CANN %s does not: %s'
+                           % (vllm_ascend, driver, cann, '; '.join(problems)), details,
+                           'Install CANN %s (cann_version, role kunpeng_ascend.vllm.cann) or set '
+                           'vllm_service_vllm_ascend_version to the release of CANN %s' % (result['row']['cann'], cann))
+    if not firmware:
+        return finding('versions', 'warn', 'vllm-ascend %s fits driver %s, but no NPU firmware version is installed'
+                       % (vllm_ascend, driver), details,
+                       'Install the firmware: role kunpeng_ascend.vllm.npu_driver (npu_driver_firmware_package)')
+    return finding('versions', 'ok', 'driver %s, firmware %s, CANN %s, vllm-ascend %s: a supported combination'
+                   % (driver, firmware, cann or '-', vllm_ascend), details)
+
+
+# --------------------------------------------------------------------------------------------------------- NPUs
+
+def _chip_name(chip):
+    if chip.get('chip_id') is None:
+        return 'NPU %s' % chip.get('npu_id')
+    return 'NPU %s chip %s' % (chip.get('npu_id'), chip.get('chip_id'))
+
+
+def npu_smi_unavailable(error):
+    """The NPU findings when npu-smi did not answer: health fails with ``error``; the others are skipped."""
+    fix = ('Run `npu-smi info` on the host and follow its message; reinstall or reload the NPU driver '
+           '(role kunpeng_ascend.vllm.npu_driver) if it is missing or hangs')
+    skipped = 'skipped: npu-smi did not answer'
+    return [finding('npu_health', 'fail', 'npu-smi did not answer: %s' % error, {'error': error}, fix),
+            finding('npu_memory', 'skipped', skipped),
+            finding('npu_temperature', 'skipped', skipped),
+            finding('npu_processes', 'skipped', skipped)]
+
+
+def cpu_host():
+    """The version and NPU findings of a host without any Ascend driver or npu-smi whose service runs natively: a
+    CPU host (vLLM's CPU build), where there is nothing of the NPUs to check."""
+    skipped = 'skipped: no Ascend driver and no npu-smi here, and the service runs natively (a CPU host)'
+    checks = ('versions', 'npu_health', 'npu_memory', 'npu_temperature', 'npu_processes')
+    return [finding(check, 'skipped', skipped) for check in checks]
+
+
+def check_npu_health(info, error_codes=None):
+    """Fail per chip whose health is not OK, naming it and npu-smi's error code (``error_codes``:
+    ``{npu_id: {chip_id or None: code}}`` from ``npu-smi info -t health``); an incomplete table fails too."""
+    error_codes = error_codes or {}
+    bad = []
+    for chip in info['chips']:
+        if chip.get('health') != 'OK':
+            codes = error_codes.get(chip.get('npu_id'), {})
+            code = codes.get(chip.get('chip_id'), codes.get(None))
+            bad.append({'npu_id': chip.get('npu_id'), 'chip_id': chip.get('chip_id'), 'health': chip.get('health'),
+                        'error_code': code})
+    details = {'chips': len(info['chips']), 'unhealthy': bad, 'complete': info.get('complete', True)}
+    if bad:
+        named = ', '.join('%s: %s%s' % (_chip_name(item), item['health'],
+                                        ' (error code %s)' % item['error_code'] if item['error_code'] else '')
+                          for item in bad)
+        first = bad[0]
+        return finding('npu_health', 'fail', '%d of %d NPU chips are not healthy: %s' % (len(bad), len(info['chips']), named),
+                       details,
+                       'Look the error code up in the Ascend health-code list and run `npu-smi info -t health -i %s`; '
+                       'reset the chip (`npu-smi set -t reset -i %s -c %s`) or have the hardware serviced, and keep '
+                       'it out of the service (vllm_service_npus) meanwhile'
+                       % (first['npu_id'], first['npu_id'], first['chip_id'] if first['chip_id'] is not None else 0))
+    if not info.get('complete', True):
+        return finding('npu_health', 'fail', 'npu-smi info printed an incomplete table: %s' % info.get('incomplete_reason'),
+                       details, 'Run `npu-smi info` on the host; a cut-off table points to a driver problem '
+                       '(reinstall the driver: role kunpeng_ascend.vllm.npu_driver)')
+    if not info['chips']:
+        return finding('npu_health', 'fail', 'npu-smi info lists no NPU chip', details,
+                       'Check that the NPU driver is loaded (`lsmod | grep drv_davinci`) and run `npu-smi info`')
+    return finding('npu_health', 'ok', 'all %d NPU chips are healthy' % len(info['chips']), details)
+
+
+def check_npu_memory(info, warn_percent):
+    """Warn per chip whose HBM (or, without HBM, memory) use is above ``warn_percent``."""
+    chips = []
+    high = []
+    for chip in info['chips']:
+        used, total = chip.get('hbm_used_mb'), chip.get('hbm_total_mb')
+        if total is None:
+            used, total = chip.get('memory_used_mb'), chip.get('memory_total_mb')
+        if used is None or not total:
+            continue
+        percent = round(100.0 * used / total, 1)
+        entry = {'npu_id': chip.get('npu_id'), 'chip_id': chip.get('chip_id'), 'used_mb': used, 'total_mb': total,
+                 'percent': percent}
+        chips.append(entry)
+        if percent > warn_percent:
+            high.append(entry)
+    details = {'chips': chips, 'warn_percent': warn_percent}
+    if not chips:
+        return finding('npu_memory', 'skipped', 'npu-smi reports no NPU memory figures', details)
+    if high:
+        named = ', '.join('%s at %s %% (%s of %s MB)' % (_chip_name(item), item['percent'], item['used_mb'], item['total_mb'])
+                          for item in high)
+        return finding('npu_memory', 'warn', 'NPU memory over %s %%: %s' % (warn_percent, named), details,
+                       'See which processes hold the memory (`npu-smi info`); lower vllm_service_gpu_memory_utilization, '
+                       'or raise doctor_hbm_warn_percent if this use is intended')
+    peak = max(chips, key=lambda item: item['percent'])
+    return finding('npu_memory', 'ok', 'NPU memory use at most %s %% (%s)' % (peak['percent'], _chip_name(peak)), details)
+
+
+def check_npu_temperature(info, warn_c):
+    """Warn per chip hotter than ``warn_c`` degrees Celsius."""
+    temps = [{'npu_id': chip.get('npu_id'), 'chip_id': chip.get('chip_id'), 'temp_c': chip.get('temp_c')}
+             for chip in info['chips'] if chip.get('temp_c') is not None]
+    details = {'chips': temps, 'warn_c': warn_c}
+    if not temps:
+        return finding('npu_temperature', 'skipped', 'npu-smi reports no temperature', details)
+    hot = [item for item in temps if item['temp_c'] > warn_c]
+    if hot:
+        return finding('npu_temperature', 'warn', 'NPU chips over %s C: %s' % (
+            warn_c, ', '.join('%s at %s C' % (_chip_name(item), item['temp_c']) for item in hot)), details,
+            'Check the server\'s cooling and fans (BMC sensor readings) and `npu-smi info -t temp -i %s`'
+            % hot[0]['npu_id'])
+    hottest = max(temps, key=lambda item: item['temp_c'])
+    return finding('npu_temperature', 'ok', 'hottest chip %s C (%s), limit %s C'
+                   % (hottest['temp_c'], _chip_name(hottest), warn_c), details)
+
+
+def check_npu_processes(processes, service_pids, ancestors=None, unit=None):
+    """Fail when a process holds an NPU that is neither one of ``service_pids`` (the service's control group and
+    main PID) nor a descendant of one (``ancestors``: ``{pid: [parent, grandparent, ...]}``)."""
+    service_pids = set(service_pids or ())
+    ancestors = ancestors or {}
+    foreign = []
+    own = []
+    for process in processes:
+        pid = process.get('pid')
+        lineage = [pid] + list(ancestors.get(pid, []))
+        (own if any(item in service_pids for item in lineage) else foreign).append(process)
+    details = {'foreign': foreign, 'service': own, 'service_pids': sorted(service_pids), 'unit': unit}
+    if foreign:
+        pids = sorted(set(item['pid'] for item in foreign))
+        names = ', '.join('%s (%s, NPU %s)' % (item['pid'], item.get('name') or '?', item.get('npu_id')) for item in foreign)
+        return finding('npu_processes', 'fail', '%d process(es) not of %s hold NPUs: %s'
+                       % (len(pids), unit or 'the service', names), details,
+                       'Stop them (`kill %s`, after checking what they are with `ps -o pid,user,args -p %s`), or give '
+                       'the service other NPUs with vllm_service_npus; vLLM fails to start on a held NPU (EJ0001)'
+                       % (' '.join(str(pid) for pid in pids), ','.join(str(pid) for pid in pids)))
+    if own:
+        return finding('npu_processes', 'ok', '%d NPU process(es), all of %s' % (len(own), unit or 'the service'), details)
+    return finding('npu_processes', 'ok', 'no process holds an NPU', details)
+
+
+# --------------------------------------------------------------------------------------------------------- tuning
+
+def tuning_drift(live, persisted_sysctl, persisted_sys, expected_sysctl=None, expected_sys=None, meminfo=None,
+                 sources=None):
+    """The tuning finding.
+
+    :param live: ``{'sysctl': {key: value or None}, 'sys': {path: value or None}}``: the live values (None when
+        absent on the host), sysctl keys dotted, /sys paths relative to sysfs (globs expanded by the caller, each
+        concrete path a key).
+    :param persisted_sysctl: what os_tuning persisted in its sysctl.d file (None when the file is absent).
+    :param persisted_sys: what it persisted in its tmpfiles.d file, ``/sys/...`` path (may be a glob) -> value
+        (None when the file is absent).
+    :param expected_sysctl: explicit expected sysctl values (they win over the persisted ones).
+    :param expected_sys: explicit expected /sys values, path relative to /sys (may be a glob) -> value.
+    :param meminfo: parsed /proc/meminfo: ``HugePages_Total`` is compared with the expected ``vm.nr_hugepages``.
+    :param sources: ``{'sysctl': file, 'tmpfiles': file}`` to name in the messages.
+    """
+    sources = sources or {}
+    want = {}
+    for key, value in (persisted_sysctl or {}).items():
+        want[('sysctl', key)] = (str(value), sources.get('sysctl', 'the sysctl.d file'))
+    for path, value in (persisted_sys or {}).items():
+        want[('sys', path[len('/sys/'):] if path.startswith('/sys/') else path.lstrip('/'))] = (
+            str(value), sources.get('tmpfiles', 'the tmpfiles.d file'))
+    for key, value in (expected_sysctl or {}).items():
+        want[('sysctl', key)] = (str(value), 'expected')
+    for path, value in (expected_sys or {}).items():
+        want[('sys', path[len('/sys/'):] if path.startswith('/sys/') else path.lstrip('/'))] = (str(value), 'expected')
+    if not want:
+        return finding('tuning', 'skipped', 'no os_tuning settings to compare: %s is absent and no expected value '
+                       'was given' % sources.get('sysctl', 'the sysctl.d file'), {'drift': [], 'compared': []})
+    drift = []
+    compared = []
+    for (kind, name), (value, source) in sorted(want.items()):
+        value = ' '.join(value.split())
+        if kind == 'sysctl':
+            targets = [(name, (live.get('sysctl') or {}).get(name))]
+        else:
+            targets = [(path, got) for path, got in sorted((live.get('sys') or {}).items()) if fnmatch.fnmatch(path, name)]
+        for path, got in targets:
+            if got is None:
+                continue  # not on this host (no cpufreq in a VM): os_tuning skips it too
+            entry = {'key': path if kind == 'sysctl' else '/sys/' + path, 'live': got, 'expected': value, 'source': source}
+            compared.append(entry)
+            if got != value:
+                drift.append(entry)
+    hugepages = want.get(('sysctl', 'vm.nr_hugepages'))
+    if hugepages and meminfo and 'HugePages_Total' in meminfo and str(meminfo['HugePages_Total']) != hugepages[0]:
+        entry = {'key': 'HugePages_Total (/proc/meminfo)', 'live': str(meminfo['HugePages_Total']),
+                 'expected': hugepages[0], 'source': hugepages[1]}
+        compared.append(entry)
+        if not any(item['key'] == 'vm.nr_hugepages' for item in drift):
+            drift.append(entry)
+    details = {'drift': drift, 'compared': compared}
+    if drift:
+        return finding('tuning', 'warn', '%d tuning value(s) drifted: %s' % (
+            len(drift), ', '.join('%s is %s, %s says %s' % (item['key'], item['live'], item['source'], item['expected'])
+                                  for item in drift)), details,
+            'Re-run role kunpeng_ascend.vllm.os_tuning (playbooks/site.yml --tags os_tuning), or apply the persisted '
+            'files now: `sysctl --system` and `systemd-tmpfiles --create %s`; hugepages the kernel cannot reserve '
+            'need a reboot' % sources.get('tmpfiles', ''))
+    return finding('tuning', 'ok', '%d tuning value(s) as os_tuning set them' % len(compared), details)
+
+
+# --------------------------------------------------------------------------------------------------------- services
+
+def service_pids_from(properties, cgroup_pids):
+    """The service's PIDs: its main PID (when not 0) and those of its control group."""
+    pids = set(cgroup_pids or ())
+    try:
+        main = int(properties.get('MainPID') or 0)
+    except ValueError:
+        main = 0
+    if main > 0:
+        pids.add(main)
+    return pids
+
+
+def check_service(unit, properties, error=None):
+    """Fail when the unit is not active (or not there); warn when it is active but has restarted."""
+    details = dict((key, properties.get(key)) for key in ('LoadState', 'ActiveState', 'SubState', 'NRestarts', 'Result',
+                                                          'MainPID', 'ControlGroup'))
+    details['unit'] = unit
+    logs = 'Read why: `systemctl status %s` and `journalctl -u %s -e`; then ' % (unit, unit)
+    if error:
+        return finding('service', 'fail', 'cannot read the state of %s: %s' % (unit, error), details,
+                       'Run `systemctl status %s` on the host' % unit)
+    if properties.get('LoadState') == 'not-found':
+        return finding('service', 'fail', '%s is not installed' % unit, details,
+                       'Deploy it: run playbooks/site.yml (role kunpeng_ascend.vllm.vllm_service); the unit name comes '
+                       'from vllm_service_name')
+    active = properties.get('ActiveState')
+    state = '%s (%s), result %s, %s restart(s)' % (
+        active, properties.get('SubState'), properties.get('Result'), properties.get('NRestarts') or 0)
+    if active != 'active':
+        return finding('service', 'fail', '%s is not running: %s' % (unit, state), details,
+                       logs + '`systemctl restart %s`, or re-run playbooks/site.yml (role kunpeng_ascend.vllm.vllm_service)'
+                       % unit)
+    restarts = properties.get('NRestarts') or '0'
+    if restarts.isdigit() and int(restarts) > 0:
+        return finding('service', 'warn', '%s runs but systemd restarted it %s time(s): %s' % (unit, restarts, state),
+                       details, logs + 'fix the cause of the crashes (see the journal check)')
+    return finding('service', 'ok', '%s is %s' % (unit, state), details)
+
+
+def check_container_runtime(mode, engine, properties=None, found=True):
+    """In container mode: fail when the engine (docker, containerd: their systemd unit; podman: its program) is
+    not there or not active; skipped in native mode."""
+    if mode != 'container':
+        return finding('container_runtime', 'skipped', 'the service runs natively (mode %s), not in a container'
+                       % (mode or 'native'), {'mode': mode, 'engine': engine})
+    details = {'mode': mode, 'engine': engine}
+    if not found:
+        return finding('container_runtime', 'fail', '%s, the service\'s container engine, is not installed' % engine,
+                       details, 'Install it: run playbooks/site.yml (role kunpeng_ascend.vllm.container_runtime, '
+                       'container_runtime_engine %s)' % engine)
+    if engine == 'podman':
+        return finding('container_runtime', 'ok', 'podman is installed (it runs without a daemon)', details)
+    properties = properties or {}
+    unit = properties.get('Id') or '%s.service' % engine
+    details.update(unit=unit, ActiveState=properties.get('ActiveState'), SubState=properties.get('SubState'))
+    if properties.get('ActiveState') != 'active':
+        return finding('container_runtime', 'fail', '%s is not running (%s, %s)' % (
+            unit, properties.get('ActiveState') or properties.get('LoadState') or 'unknown', properties.get('SubState')),
+            details, 'Start it: `systemctl enable --now %s` (`journalctl -u %s -e` says why it stopped), or re-run '
+            'role kunpeng_ascend.vllm.container_runtime' % (unit, unit))
+    return finding('container_runtime', 'ok', '%s is active' % unit, details)
+
+
+# What the journal check looks for: (kind, status, pattern, fix).
+JOURNAL_PATTERNS = (
+    ('hccl_timeout', 'fail',
+     re.compile(r'HCCL[^\n]*(time ?out|timed out)|(time ?out|timed out)[^\n]*HCCL|EI000[26]|\bEI9999\b', re.IGNORECASE),
+     'HCCL collectives timed out: check the NPU network (`hccn_tool -i N -link -g`, `-net_health -g`; run the doctor '
+     'with doctor_check_network: true), that every rank started, and raise HCCL_CONNECT_TIMEOUT / HCCL_EXEC_TIMEOUT in '
+     'vllm_service_env if the model only loads slowly'),
+    ('ej0001', 'fail', re.compile(r'\bEJ0001\b'),
+     'EJ0001: an NPU the service needs is in use or failed to initialise: stop the process holding it (see the '
+     'npu_processes check, `npu-smi info`) or give the service other NPUs with vllm_service_npus'),
+    ('out_of_memory', 'fail',
+     re.compile(r'out of memory|OutOfMemoryError|\bOOM\b|oom-kill|Killed process|memory is not enough', re.IGNORECASE),
+     'Out of memory: lower vllm_service_gpu_memory_utilization, vllm_service_max_model_len or vllm_service_max_num_seqs '
+     '(or raise vllm_service_tensor_parallel_size), then re-run playbooks/site.yml'),
+    ('nan_inf', 'warn', re.compile(r'(?<![\w.-])(nan|-?inf)(?![\w.-])', re.IGNORECASE),
+     'nan/inf in the logs: numeric overflow, often fp16 on a model trained in bf16: set vllm_service_dtype: bfloat16 '
+     '(or check the quantization, vllm_service_quantization) and re-run playbooks/site.yml'),
+)
+
+
+def scan_journal(lines, unit, since, error=None, per_kind=JOURNAL_LINES_PER_KIND):
+    """The journal finding: the service's recent log lines scanned for JOURNAL_PATTERNS; at most ``per_kind``
+    matching lines of each kind are kept (the last ones)."""
+    if error:
+        return finding('journal', 'warn', 'cannot read the journal of %s: %s' % (unit, error), {'unit': unit},
+                       'Run `journalctl -u %s --since "%s"` on the host (journald running? the user in group '
+                       'systemd-journal?)' % (unit, since))
+    found = {}
+    counts = {}
+    for line in lines:
+        for kind, _status, pattern, _fix in JOURNAL_PATTERNS:
+            if pattern.search(line):
+                counts[kind] = counts.get(kind, 0) + 1
+                found.setdefault(kind, []).append(line.strip()[:JOURNAL_LINE_CHARS])
+                break
+    details = {'unit': unit, 'since': since, 'lines_read': len(lines), 'counts': counts,
+               'matches': dict((kind, found[kind][-per_kind:]) for kind in found)}
+    if not found:
+        return finding('journal', 'ok', 'no HCCL timeout, EJ0001, out-of-memory or nan/inf in %d journal line(s) of %s '
+                       'since %s' % (len(lines), unit, since), details)
+    kinds = [item for item in JOURNAL_PATTERNS if item[0] in found]
+    status = 'fail' if any(item[1] == 'fail' for item in kinds) else 'warn'
+    summary = '; '.join('%s x%d, last: %s' % (kind, counts[kind], found[kind][-1]) for kind, _s, _p, _f in kinds)
+    return finding('journal', status, 'the journal of %s since %s has %s' % (unit, since, summary), details,
+                   ' | '.join(fix for _k, _s, _p, fix in kinds))
+
+
+def check_network(enabled, devices, error=None):
+    """The NPU network finding: ``devices`` is ``{device id: {'net_health', 'link', 'error'}}``; fail per NIC whose
+    health is not Success or link not UP."""
+    if not enabled:
+        return finding('network', 'skipped', 'NPU network not checked (doctor_check_network is false: a single-node '
+                       'service)', {})
+    if error:
+        return finding('network', 'fail', 'cannot check the NPU network: %s' % error, {'error': error},
+                       'Install the NPU driver\'s hccn_tool (/usr/local/Ascend/driver/tools/hccn_tool, role '
+                       'kunpeng_ascend.vllm.npu_driver) or set doctor_hccn_tool_path')
+    bad = []
+    for device, state in sorted(devices.items()):
+        problems = []
+        if state.get('error'):
+            problems.append(state['error'])
+        if state.get('net_health') != 'Success':
+            problems.append('net health %s' % state.get('net_health'))
+        if state.get('link') != 'UP':
+            problems.append('link %s' % state.get('link'))
+        if problems:
+            bad.append({'device': device, 'problems': problems})
+    details = {'devices': devices, 'bad': bad}
+    if not devices:
+        return finding('network', 'skipped', 'no NPU network device to check', details)
+    if bad:
+        return finding('network', 'fail', '%d of %d NPU NICs are not healthy: %s' % (
+            len(bad), len(devices), '; '.join('device %s: %s' % (item['device'], ', '.join(item['problems'])) for item in bad)),
+            details, 'Check the cable and switch port of each, `hccn_tool -i %s -link -g` and `-net_health -g`, and '
+            'the addresses in /etc/hccn.conf (`hccn_tool -i %s -ip -g`); the detection address is set with '
+            '`hccn_tool -i %s -netdetect -s address ADDRESS`' % (bad[0]['device'], bad[0]['device'], bad[0]['device']))
+    return finding('network', 'ok', 'all %d NPU NICs are UP with net health Success' % len(devices), details)
+
+
+def order(findings):
+    """The findings in CHECKS order."""
+    rank = dict((name, index) for index, name in enumerate(CHECKS))
+    return sorted(findings, key=lambda item: rank.get(item['check'], len(CHECKS)))

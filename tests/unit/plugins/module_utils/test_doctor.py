@@ -1,0 +1,273 @@
+# -*- coding: utf-8 -*-
+
+# Copyright (c) kunpeng_ascend.vllm contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+"""_doctor: each check's pass and fail path, on the real npu-smi samples where a check reads npu-smi."""
+
+from __future__ import annotations
+
+import pytest
+
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils import _doctor
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._npu_smi import (
+    parse_npu_smi_info,
+    parse_npu_smi_key_values,
+)
+from ansible_collections.kunpeng_ascend.vllm.tests.helpers import load_fixture
+
+ALARM_950 = 'npu-smi-info_Ascend950PR_25.7.rc1_3npu_Alarm-health_procs.txt'
+BUSY_910B3 = 'npu-smi-info_910B3_25.0.rc1.b010_8npu_8procs_busy.txt'
+IDLE_910B4 = 'npu-smi-info_910A-as-910B_24.1.0_8npu_noproc_deepseek-doc.txt'
+
+
+def info(name):
+    return parse_npu_smi_info(load_fixture(name))
+
+
+# --- the verdict ---------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize('statuses, verdict', [
+    (['ok', 'skipped'], 'healthy'), (['ok', 'warn', 'skipped'], 'degraded'), (['warn', 'fail', 'ok'], 'broken'), ([], 'healthy')])
+def test_overall(statuses, verdict):
+    assert _doctor.overall([_doctor.finding('x', status, 's') for status in statuses]) == verdict
+
+
+def test_a_finding_has_one_of_the_statuses():
+    with pytest.raises(ValueError):
+        _doctor.finding('x', 'bad', 's')
+
+
+def test_order_follows_the_checks():
+    shuffled = [_doctor.finding(name, 'ok', name) for name in reversed(_doctor.CHECKS)]
+    assert [item['check'] for item in _doctor.order(shuffled)] == list(_doctor.CHECKS)
+
+
+# --- versions ------------------------------------------------------------------------------------------------------
+
+def test_versions_ok_for_a_supported_pair():
+    result = _doctor.check_versions('24.1.rc1', '7.5.0.3.220', None, '0.7.3', 'container')
+    assert result['status'] == 'ok'
+    assert result['summary'] == 'driver 24.1.rc1, firmware 7.5.0.3.220, CANN -, vllm-ascend 0.7.3: a supported combination'
+    assert result['fix'] is None
+
+
+def test_versions_fail_names_the_row_that_fits_the_driver():
+    result = _doctor.check_versions('24.1.rc1', '7.5.0.3.220', None, '0.13.0', 'container')
+    assert result['status'] == 'fail'
+    assert result['summary'].startswith('vllm-ascend 0.13.0 does not fit NPU driver 24.1.rc1: ')
+    assert 'vllm-ascend 0.11.0 with CANN 8.3.RC2 (quay.io/ascend/vllm-ascend:v0.11.0)' in result['fix']
+    assert 'vllm_service_vllm_ascend_version' in result['fix']
+    assert result['details']['suggestion']['vllm_ascend'] == '0.11.0'
+
+
+def test_versions_fail_without_a_driver_and_warn_without_a_release():
+    assert _doctor.check_versions(None, None, None, '0.7.3')['status'] == 'fail'
+    unknown = _doctor.check_versions('24.1.rc1', '7.5.0.3.220', None, None)
+    assert unknown['status'] == 'warn'
+    assert 'vllm_service_vllm_ascend_version' in unknown['fix']
+
+
+def test_versions_warn_on_a_native_cann_of_another_row_and_without_firmware():
+    cann = _doctor.check_versions('24.1.rc1', '7.5.0.3.220', '8.0.0', '0.7.3', 'native')
+    assert cann['status'] == 'warn' and 'CANN 8.0.0' in cann['summary'] and 'Install CANN 8.1.RC1' in cann['fix']
+    assert _doctor.check_versions('24.1.rc1', None, None, '0.7.3')['status'] == 'warn'
+
+
+def test_release_from_image():
+    assert _doctor.release_from_image('quay.io/ascend/vllm-ascend:v0.13.0-a3') == '0.13.0'
+    assert _doctor.release_from_image('quay.io/ascend/vllm-ascend:latest') is None
+
+
+# --- NPUs ----------------------------------------------------------------------------------------------------------
+
+def test_npu_health_ok_on_a_healthy_table():
+    result = _doctor.check_npu_health(info(BUSY_910B3))
+    assert (result['status'], result['summary']) == ('ok', 'all 8 NPU chips are healthy')
+
+
+def test_npu_health_fails_per_unhealthy_chip_with_its_error_code():
+    sections = parse_npu_smi_key_values('        Health Status                  : Alarm\n'
+                                        '        Error Code                     : 80E18005\n')
+    result = _doctor.check_npu_health(info(ALARM_950), {0: _doctor.health_error_codes(sections)})
+    assert result['status'] == 'fail'
+    assert result['summary'] == ('2 of 3 NPU chips are not healthy: NPU 0: Alarm (error code 80E18005), NPU 1: Alarm')
+    assert 'npu-smi info -t health -i 0' in result['fix']
+
+
+def test_npu_health_fails_on_a_cut_table_and_when_npu_smi_does_not_answer():
+    cut = parse_npu_smi_info(''.join(load_fixture(BUSY_910B3).splitlines(True)[:15]))
+    assert _doctor.check_npu_health(cut)['status'] == 'fail'
+    findings = _doctor.npu_smi_unavailable('npu-smi info failed (rc=1): dcmi model initialized failed')
+    assert [(item['check'], item['status']) for item in findings] == [
+        ('npu_health', 'fail'), ('npu_memory', 'skipped'), ('npu_temperature', 'skipped'), ('npu_processes', 'skipped')]
+    assert 'dcmi model initialized failed' in findings[0]['summary']
+
+
+def test_npu_memory_warns_over_the_threshold():
+    assert _doctor.check_npu_memory(info(IDLE_910B4), 97.0)['status'] == 'ok'
+    busy = _doctor.check_npu_memory(info(BUSY_910B3), 90.0)
+    assert busy['status'] == 'warn'
+    assert 'NPU 0 chip 0 at 91.1 % (59718 of 65536 MB)' in busy['summary']
+
+
+def test_npu_temperature_warns_over_the_threshold():
+    assert _doctor.check_npu_temperature(info(ALARM_950), 85)['status'] == 'ok'
+    hot = _doctor.check_npu_temperature(info(ALARM_950), 65)
+    assert (hot['status'], hot['summary']) == ('warn', 'NPU chips over 65 C: NPU 0 at 71 C')
+
+
+def test_npu_processes_of_the_service_and_its_children_are_fine():
+    processes = info(ALARM_950)['processes']
+    assert _doctor.check_npu_processes(processes, {1530715, 1655234}, unit='vllm.service')['status'] == 'ok'
+    child = _doctor.check_npu_processes(processes, {100}, {1530715: [100], 1655234: [1530715, 100]}, 'vllm.service')
+    assert (child['status'], child['summary']) == ('ok', '2 NPU process(es), all of vllm.service')
+
+
+def test_npu_processes_fail_names_the_foreign_pids():
+    result = _doctor.check_npu_processes(info(ALARM_950)['processes'], {1530715}, unit='vllm.service')
+    assert result['status'] == 'fail'
+    assert result['summary'] == '1 process(es) not of vllm.service hold NPUs: 1655234 (python, NPU 0)'
+    assert 'kill 1655234' in result['fix'] and 'vllm_service_npus' in result['fix']
+
+
+# --- tuning --------------------------------------------------------------------------------------------------------
+
+SYSCTL = '# managed\nvm.nr_hugepages = 1024\nvm.swappiness = 0\nkernel.numa_balancing = 0\n'
+TMPFILES = ('# managed\nw /sys/kernel/mm/transparent_hugepage/enabled - - - - always\n'
+            'w /sys/devices/system/cpu/cpu*/cpufreq/scaling_governor - - - - performance\n')
+SOURCES = {'sysctl': '/etc/sysctl.d/90-kunpeng-ascend-vllm.conf', 'tmpfiles': '/etc/tmpfiles.d/90-kunpeng-ascend-vllm.conf'}
+
+
+def live(**changes):
+    values = {'sysctl': {'vm.nr_hugepages': '1024', 'vm.swappiness': '0', 'kernel.numa_balancing': '0'},
+              'sys': {'kernel/mm/transparent_hugepage/enabled': 'always'}}
+    for key, value in changes.items():
+        values['sys' if '/' in key else 'sysctl'][key] = value
+    return values
+
+
+def test_tuning_parsers():
+    assert _doctor.parse_sysctl_conf(SYSCTL + '-net.core.somaxconn=  4096 \n') == {
+        'vm.nr_hugepages': '1024', 'vm.swappiness': '0', 'kernel.numa_balancing': '0', 'net.core.somaxconn': '4096'}
+    assert _doctor.parse_tmpfiles_writes(TMPFILES) == {
+        '/sys/kernel/mm/transparent_hugepage/enabled': 'always',
+        '/sys/devices/system/cpu/cpu*/cpufreq/scaling_governor': 'performance'}
+    assert _doctor.sysfs_value('always [madvise] never\n') == 'madvise'
+    assert _doctor.parse_meminfo('MemTotal:  1000 kB\nHugePages_Total:    512\n') == {'MemTotal': 1000, 'HugePages_Total': 512}
+
+
+def test_tuning_ok_when_live_matches_the_persisted_files():
+    result = _doctor.tuning_drift(live(), _doctor.parse_sysctl_conf(SYSCTL), _doctor.parse_tmpfiles_writes(TMPFILES),
+                                  meminfo={'HugePages_Total': 1024}, sources=SOURCES)
+    assert (result['status'], result['summary']) == ('ok', '4 tuning value(s) as os_tuning set them')
+
+
+def test_tuning_warns_per_drifted_key_with_the_fix():
+    result = _doctor.tuning_drift(live(**{'vm.swappiness': '60', 'kernel/mm/transparent_hugepage/enabled': 'madvise'}),
+                                  _doctor.parse_sysctl_conf(SYSCTL), _doctor.parse_tmpfiles_writes(TMPFILES), sources=SOURCES)
+    assert result['status'] == 'warn'
+    drifted = [item['key'] for item in result['details']['drift']]
+    assert drifted == ['/sys/kernel/mm/transparent_hugepage/enabled', 'vm.swappiness']
+    assert 'vm.swappiness is 60, /etc/sysctl.d/90-kunpeng-ascend-vllm.conf says 0' in result['summary']
+    assert 'sysctl --system' in result['fix'] and 'os_tuning' in result['fix']
+
+
+def test_tuning_hugepages_not_reserved_and_explicit_expectations():
+    short = _doctor.tuning_drift(live(), _doctor.parse_sysctl_conf(SYSCTL), None, meminfo={'HugePages_Total': 300})
+    assert short['status'] == 'warn' and short['details']['drift'][0]['key'] == 'HugePages_Total (/proc/meminfo)'
+    expected = _doctor.tuning_drift(live(), None, None, expected_sysctl={'vm.swappiness': '10'})
+    assert expected['details']['drift'] == [{'key': 'vm.swappiness', 'live': '0', 'expected': '10', 'source': 'expected'}]
+
+
+def test_tuning_skipped_without_settings():
+    assert _doctor.tuning_drift(live(), None, None)['status'] == 'skipped'
+
+
+# --- services ------------------------------------------------------------------------------------------------------
+
+SHOW = ('Id=vllm.service\nLoadState=loaded\nActiveState=active\nSubState=running\nNRestarts=0\nResult=success\n'
+        'MainPID=4242\nControlGroup=/system.slice/vllm.service\n\n'
+        'Id=docker.service\nLoadState=loaded\nActiveState=failed\nSubState=failed\nNRestarts=0\nResult=exit-code\n'
+        'MainPID=0\nControlGroup=\n')
+
+
+def test_systemctl_show_blocks():
+    service, engine = _doctor.parse_systemctl_show(SHOW)
+    assert (service['MainPID'], engine['ActiveState']) == ('4242', 'failed')
+    assert _doctor.service_pids_from(service, {7, 8}) == {7, 8, 4242}
+    assert _doctor.service_pids_from(engine, set()) == set()
+
+
+def test_service_ok_warn_and_fail():
+    service = _doctor.parse_systemctl_show(SHOW)[0]
+    assert _doctor.check_service('vllm.service', service)['status'] == 'ok'
+    restarted = _doctor.check_service('vllm.service', dict(service, NRestarts='3'))
+    assert restarted['status'] == 'warn'
+    down = _doctor.check_service('vllm.service', dict(service, ActiveState='failed', SubState='failed', Result='exit-code'))
+    assert (down['status'], down['summary']) == ('fail', 'vllm.service is not running: failed (failed), result exit-code, 0 restart(s)')
+    assert 'systemctl restart vllm.service' in down['fix'] and 'journalctl -u vllm.service' in down['fix']
+    missing = _doctor.check_service('vllm.service', {'LoadState': 'not-found', 'ActiveState': 'inactive'})
+    assert missing['status'] == 'fail' and 'vllm_service_name' in missing['fix']
+
+
+def test_container_runtime():
+    engine = _doctor.parse_systemctl_show(SHOW)[1]
+    assert _doctor.check_container_runtime('native', 'docker')['status'] == 'skipped'
+    down = _doctor.check_container_runtime('container', 'docker', engine)
+    assert down['status'] == 'fail' and 'systemctl enable --now docker.service' in down['fix']
+    assert _doctor.check_container_runtime('container', 'docker', dict(engine, ActiveState='active'))['status'] == 'ok'
+    assert _doctor.check_container_runtime('container', 'podman', found=False)['status'] == 'fail'
+    assert _doctor.check_container_runtime('container', 'podman')['status'] == 'ok'
+
+
+JOURNAL = [
+    'INFO:     Started server process [4242]',
+    '[rank0]: RuntimeError: HCCL function error: HcclAllReduce, error code is 7: EI0002: The wait execution of the '
+    'Notify register times out.',
+    'EJ0001: Failed to initialize the HCCP process. Reason: Maybe the last training process is running.',
+    'RuntimeError: NPU out of memory. Tried to allocate 2.00 GiB',
+    'WARNING: loss is nan at step 3',
+    'INFO: 200 OK /v1/completions',
+]
+
+
+def test_journal_ok_on_plain_lines():
+    result = _doctor.scan_journal([JOURNAL[0], JOURNAL[-1], 'information: inference ready'], 'vllm.service', '1 hour ago')
+    assert result['status'] == 'ok' and result['details']['lines_read'] == 3
+
+
+def test_journal_fails_on_each_kind_with_the_lines_and_fixes():
+    result = _doctor.scan_journal(JOURNAL, 'vllm.service', '1 hour ago')
+    assert result['status'] == 'fail'
+    assert result['details']['counts'] == {'hccl_timeout': 1, 'ej0001': 1, 'out_of_memory': 1, 'nan_inf': 1}
+    assert result['details']['matches']['hccl_timeout'] == [JOURNAL[1]]
+    for text in ('HCCL_CONNECT_TIMEOUT', 'vllm_service_npus', 'vllm_service_gpu_memory_utilization', 'vllm_service_dtype'):
+        assert text in result['fix']
+
+
+def test_journal_keeps_the_last_few_lines_and_nan_alone_warns():
+    lines = ['HCCL timeout on rank %d' % rank for rank in range(10)]
+    result = _doctor.scan_journal(lines, 'vllm.service', 'today')
+    assert result['details']['matches']['hccl_timeout'] == lines[-3:] and result['details']['counts']['hccl_timeout'] == 10
+    assert _doctor.scan_journal([JOURNAL[4]], 'vllm.service', 'today')['status'] == 'warn'
+    assert _doctor.scan_journal([], 'vllm.service', 'today', error='journalctl was not found')['status'] == 'warn'
+
+
+# --- network -------------------------------------------------------------------------------------------------------
+
+def test_hccn_status():
+    assert _doctor.parse_hccn_status('net health status: Success\n') == 'Success'
+    assert _doctor.parse_hccn_status('link status: DOWN\n') == 'DOWN'
+    assert _doctor.parse_hccn_status('Cmd execute failed!\n') is None
+
+
+def test_network_skipped_ok_and_fail():
+    assert _doctor.check_network(False, {})['status'] == 'skipped'
+    good = {'0': {'net_health': 'Success', 'link': 'UP'}, '1': {'net_health': 'Success', 'link': 'UP'}}
+    assert _doctor.check_network(True, good)['status'] == 'ok'
+    bad = _doctor.check_network(True, dict(good, **{'1': {'net_health': 'Init', 'link': 'DOWN'}}))
+    assert (bad['status'], bad['summary']) == ('fail', '1 of 2 NPU NICs are not healthy: device 1: net health Init, link DOWN')
+    assert 'hccn_tool -i 1 -link -g' in bad['fix']
+    assert _doctor.check_network(True, {}, error='hccn_tool was not found')['status'] == 'fail'

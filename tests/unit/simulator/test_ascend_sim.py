@@ -15,6 +15,7 @@ import importlib.machinery
 import importlib.util
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -691,3 +692,44 @@ def test_control_cli_can_run_the_tools(sim):
     result = sim.ctl("npu-smi", "info", "-l")
     assert result.returncode == 0 and "Total Count" in result.stdout
     assert sim.calls()[-1]["tool"] == "npu-smi"
+
+
+def test_a_usage_script_drives_the_chips_as_a_step_function_of_time(sim):
+    state = sim.init("910b-8")
+    state["usage_script"] = {"start": 1000.0, "npu_ids": [1], "steps": [
+        {"at": 0, "aicore_percent": 20, "hbm_used": 4000}, {"at": 2.5, "aicore_percent": 90}]}
+    assert MOD.validate_state(state) == []
+    before = json.loads(json.dumps(state))
+    MOD.apply_usage_script(before, 999.0)
+    assert before["chips"] == state["chips"]
+    for now, expected in ((1000.0, (20, 4000)), (1002.4, (20, 4000)), (1002.5, (90, 4000)), (5000.0, (90, 4000))):
+        applied = json.loads(json.dumps(state))
+        MOD.apply_usage_script(applied, now)
+        chip = next(chip for chip in applied["chips"] if chip["npu_id"] == 1)
+        assert (chip["aicore_percent"], chip["hbm_used"]) == expected, now
+        assert all(chip == original for chip, original in zip(applied["chips"], state["chips"]) if chip["npu_id"] != 1)
+
+
+def test_npu_smi_shows_the_scripted_utilisation(sim):
+    state = sim.init("910b-8")
+    state["usage_script"] = {"start": 0, "npu_ids": [3], "steps": [{"at": 0, "aicore_percent": 77, "hbm_used": 12345}]}
+    sim.write_state(state)
+    sim.driver()
+    result = sim.run("npu-smi", "info")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.count(" 77 ") == 1 and len(re.findall(r"\b12345\s*/", result.stdout)) == 1, result.stdout
+
+
+@pytest.mark.parametrize("script, message", [
+    ("x", "usage_script must be an object with start, steps and optionally npu_ids"),
+    ({"start": "now", "steps": [{"at": 0}]}, "usage_script.start must be a unix time"),
+    ({"start": 0, "steps": []}, "usage_script.steps must be a non-empty list"),
+    ({"start": 0, "steps": [{"at": 2}, {"at": 1}]}, "usage_script.steps.1.at must be a number, not before the previous"),
+    ({"start": 0, "steps": [{"at": 0, "aicore_percent": "high"}]}, "usage_script.steps.0.aicore_percent must be a number"),
+    ({"start": 0, "steps": [{"at": 0, "temp_c": 3}]}, "usage_script.steps.0 must be an object of at, aicore_percent"),
+    ({"start": 0, "npu_ids": ["0"], "steps": [{"at": 0}]}, "usage_script.npu_ids must be a list of integers"),
+])
+def test_a_bad_usage_script_is_reported(sim, script, message):
+    state = sim.init("910b-8")
+    state["usage_script"] = script
+    assert any(message in error for error in MOD.validate_state(state))

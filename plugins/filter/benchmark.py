@@ -1,0 +1,122 @@
+# -*- coding: utf-8 -*-
+
+# Copyright (c) kunpeng_ascend.vllm contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+"""The benchmark filters (documented in benchmark_targets.yml, benchmark_grid.yml, benchmark_point_config.yml and
+benchmark_summary.yml): the role vllm_benchmark's checks and its sums over runs, on the controller."""
+
+from __future__ import annotations
+
+import re
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._benchmark import (
+    RESULTS_COLUMNS,
+    SUMMARY_SCHEMA,
+    BenchmarkError,
+    best_point,
+    csv_text,
+    grid_points,
+    max_concurrency_meeting_targets,
+    objective_direction,
+    optimization_columns,
+    optimization_rows,
+    parse_targets,
+    results_rows,
+)
+
+SERVICE_PREFIX = 'vllm_service_'
+_OPTION_NAME = re.compile(r'^[a-z][a-z0-9]*([_-][a-z0-9]+)*$')
+
+
+def _checked(function, *args):
+    try:
+        return function(*args)
+    except BenchmarkError as error:
+        raise AnsibleFilterError(error.msg)
+
+
+def benchmark_targets(targets, option='vllm_benchmark_targets'):
+    """Targets checked and read: ``[{metric, op, value}]``."""
+    return _checked(parse_targets, targets, option)
+
+
+def benchmark_grid(axes, service_params=(), option='vllm_benchmark_grid'):
+    """The grid's points, ``[{index, params}]``; an axis that is neither one of ``service_params`` (with or without
+    the vllm_service_ prefix) nor a plausible ``vllm serve`` option name is an error."""
+    points = _checked(grid_points, axes, option)
+    for name, values in axes.items():
+        if _short_name(name) in service_params:
+            continue
+        if not _OPTION_NAME.match(name):
+            raise AnsibleFilterError('%s: %r is neither a serving variable of vllm_service (%s) nor a `vllm serve` '
+                                     'option name' % (option, name, ', '.join(service_params)))
+        for value in values:
+            if not isinstance(value, (str, int, float, bool)):
+                raise AnsibleFilterError('%s.%s: %r is not a string, number or boolean, as a `vllm serve` option '
+                                         'takes' % (option, name, value))
+    return points
+
+
+def _short_name(name):
+    return name[len(SERVICE_PREFIX):] if name.startswith(SERVICE_PREFIX) else name
+
+
+def _option(name, value):
+    flag = '--' + name.replace('_', '-')
+    if value is True:
+        return flag
+    if value is False:
+        return '--no-' + name.replace('_', '-')
+    return '%s=%s' % (flag, value)
+
+
+def benchmark_point_config(point, original, service_params):
+    """The serving configuration of a grid point: ``original`` (``{param: value}`` without the vllm_service_ prefix)
+    with the point's serving variables set and its other parameters appended to extra_args as options."""
+    config = dict(original)
+    options = []
+    for name, value in point['params'].items():
+        short = _short_name(name)
+        if short in service_params:
+            config[short] = value
+        else:
+            options.append(_option(name, value))
+    config['extra_args'] = list(config.get('extra_args') or []) + options
+    return config
+
+
+def benchmark_summary(runs, targets, points=None, objective=None, run_id=None):
+    """The sums over every run: per host the overall status and the highest concurrency meeting the targets, the
+    grid's best point, and the CSV tables (``results_csv``; ``optimization_csv`` with a grid)."""
+    if not isinstance(runs, list) or not all(isinstance(run, dict) for run in runs):
+        raise AnsibleFilterError('benchmark_summary: the input must be the list of runs')
+    hosts = {}
+    for host in sorted(set(run['host'] for run in runs)):
+        mine = [run for run in runs if run['host'] == host]
+        sweep = [run for run in mine if not run.get('grid_point')]
+        hosts[host] = {'status': 'PASS' if all(run['status'] == 'PASS' for run in mine) else 'FAIL',
+                       'runs': len(mine),
+                       'max_concurrency_meeting_targets': max_concurrency_meeting_targets(sweep) if sweep else None}
+    summary = {'schema': SUMMARY_SCHEMA, 'run_id': run_id, 'targets': benchmark_targets(targets), 'hosts': hosts,
+               'grid': None, 'results_csv': csv_text(results_rows(runs), RESULTS_COLUMNS), 'optimization_csv': None}
+    if points:
+        _checked(objective_direction, objective, 'vllm_benchmark_objective')
+        best = _checked(best_point, points, runs, objective)
+        axes = {}
+        for point in points:
+            for name, value in point['params'].items():
+                if value not in axes.setdefault(name, []):
+                    axes[name].append(value)
+        summary['grid'] = {'axes': axes, 'objective': objective, 'points': points, 'best': best}
+        summary['optimization_csv'] = csv_text(optimization_rows(points, runs, objective), optimization_columns(points))
+    return summary
+
+
+class FilterModule:
+    def filters(self):
+        return {'benchmark_targets': benchmark_targets, 'benchmark_grid': benchmark_grid,
+                'benchmark_point_config': benchmark_point_config, 'benchmark_summary': benchmark_summary}

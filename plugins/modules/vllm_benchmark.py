@@ -1,0 +1,475 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+
+# Copyright (c) kunpeng_ascend.vllm contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: vllm_benchmark
+short_description: Load a vLLM endpoint with vllm bench serve, sample the NPUs meanwhile, and check the targets
+version_added: 0.3.0
+description:
+  - Runs vLLM's own load generator, C(vllm bench serve), once against an OpenAI-compatible endpoint with a fixed
+    number of random-token requests (O(num_prompts), O(input_len), O(output_len)), a concurrency limit
+    (O(max_concurrency)), a request rate and a seed, and reads the result file it saves.
+  - While it runs, samples every O(sample_interval) seconds the NPUs through C(npu-smi info) (AI core utilisation
+    and HBM use per chip) and the CPU time the load generator used, from C(/proc).
+  - "The NPU and load-generator figures are summarised over the benchmark's own window, the last C(duration)
+    seconds before the load generator ended: its start-up (several seconds of Python imports) and the single test
+    request before the run are left out."
+  - "The load generator is one asyncio process: its CPU near 100 % of a core
+    means it, not the server, bounded the result; the module then warns (C(loadgen_cpu_percent) in
+    RV(benchmark.metrics))."
+  - Each target is compared with the measured metric; RV(benchmark.status) is C(FAIL) when a target failed or a
+    request failed. A target that fails does not fail the module; a benchmark that cannot run does.
+author:
+  - kunpeng_ascend.vllm maintainers (@kunpeng-ascend)
+extends_documentation_fragment:
+  - kunpeng_ascend.vllm.attributes
+attributes:
+  check_mode:
+    support: none
+    details:
+      - A benchmark sends real requests, so it does not run in check mode.
+  diff_mode:
+    support: none
+  platform:
+    support: full
+    platforms: posix
+options:
+  command:
+    description:
+      - The argv that starts vLLM's CLI on this host, to which C(bench serve ...) is appended, such as
+        V([/opt/vllm/venv/bin/vllm]) or a container engine's C(run) of the serving image ending in C(vllm).
+      - When it runs the load generator in a container, that container must see O(work_dir) at the same path and
+        reach O(base_url); the load generator's CPU is then not measured (it is not a child of this module).
+    type: list
+    elements: str
+    required: true
+  base_url:
+    description: The server, such as V(http://127.0.0.1:8000).
+    type: str
+    required: true
+  endpoint:
+    description: The API path requests go to.
+    type: str
+    default: /v1/completions
+  backend:
+    description: The request format (C(vllm bench serve --backend)).
+    type: str
+    choices: [openai, openai-chat, vllm]
+    default: openai
+  model:
+    description: The model name requests ask for (the served model name).
+    type: str
+    required: true
+  tokenizer:
+    description: The tokenizer (a model directory on this host) used to make prompts of O(input_len) tokens.
+    type: str
+    required: true
+  api_key:
+    description: The key sent as a bearer token, passed to the load generator in its environment only.
+    type: str
+  num_prompts:
+    description: How many requests the run sends.
+    type: int
+    default: 200
+  input_len:
+    description: Prompt length, tokens.
+    type: int
+    default: 128
+  output_len:
+    description: Tokens generated per request (end of sequence is ignored, so every request generates them all).
+    type: int
+    default: 128
+  max_concurrency:
+    description: Requests in flight at most.
+    type: int
+    required: true
+  request_rate:
+    description: Requests per second (Poisson arrivals), or V(inf) to send them all at once.
+    type: str
+    default: inf
+  seed:
+    description: Seed of the random prompts; the same seed sends the same prompts.
+    type: int
+    default: 0
+  extra_args:
+    description: More C(vllm bench serve) arguments.
+    type: list
+    elements: str
+    default: []
+  work_dir:
+    description: An existing directory on this host for the result file and the load generator's output.
+    type: path
+    required: true
+  sample_interval:
+    description: Seconds between samples, 0.1 or more. A sample of C(npu-smi info) that takes longer delays the next.
+    type: float
+    default: 1.0
+  sample_npus:
+    description:
+      - V(auto) samples the NPUs when C(npu-smi) is found, V(always) fails without it, V(never) does not sample.
+    type: str
+    choices: [auto, always, never]
+    default: auto
+  npu_ids:
+    description: The NPUs (npu-smi's NPU column) to sample; all when empty.
+    type: list
+    elements: int
+    default: []
+  npu_smi_path:
+    description: Path of C(npu-smi); found in PATH or its usual places when omitted.
+    type: path
+  targets:
+    description:
+      - "Targets, each V({metric: <name>, max: <number>}) or V({metric: <name>, min: <number>})."
+      - The metrics are those of RV(benchmark.metrics), such as C(e2el_ms_p99), C(output_throughput) and
+        C(npu_aicore_percent_mean). A metric not measured (no NPU sampled) is C(NOT_MEASURED), which does not fail.
+    type: list
+    elements: dict
+    default: []
+  timeout:
+    description: Seconds the load generator may run before it is killed and the module fails.
+    type: int
+    default: 3600
+notes:
+  - The load generator runs under a parsable locale and coreutils C(timeout) (O(timeout)), which stops it and its
+    children.
+"""
+
+EXAMPLES = r"""
+- name: Benchmark the local vLLM service at concurrency 16 against the deployment guide's targets
+  kunpeng_ascend.vllm.vllm_benchmark:
+    command: [/opt/vllm/venv/bin/vllm]
+    base_url: http://127.0.0.1:8000
+    model: deepseek-r1
+    tokenizer: /data/models/DeepSeek-R1-W8A8
+    api_key: "{{ vllm_api_key }}"
+    num_prompts: 500
+    max_concurrency: 16
+    work_dir: /var/tmp/bench
+    targets:
+      - {metric: e2el_ms_p99, max: 150}
+      - {metric: output_throughput, min: 1200}
+      - {metric: npu_aicore_percent_mean, min: 85}
+  register: bench
+"""
+
+RETURN = r"""
+benchmark:
+  description: The run.
+  returned: success
+  type: dict
+  contains:
+    argv:
+      description: The load generator's command line (the key is not on it).
+      type: list
+      elements: str
+    metrics:
+      description:
+        - C(completed), C(failed), C(duration_s), C(request_throughput) (requests/s), C(output_throughput) and
+          C(total_token_throughput) (tokens/s), and for each of C(ttft), C(tpot), C(itl), C(e2el) the keys
+          C(<name>_ms_mean), C(_p50), C(_p90), C(_p99), milliseconds.
+        - C(npu_aicore_percent_mean), C(npu_aicore_percent_peak), C(npu_hbm_used_mb_mean), C(npu_hbm_used_mb_peak)
+          over the benchmark's window (null without NPU samples), and C(loadgen_cpu_percent).
+      type: dict
+    targets:
+      description: Each target with its C(metric), C(op) (C(<=) or C(>=)), C(value), C(actual) and C(status).
+      type: list
+      elements: dict
+    status:
+      description: C(PASS) or C(FAIL).
+      type: str
+    window:
+      description: Start and end of the benchmark, seconds since the load generator started.
+      type: list
+      elements: float
+    npu_samples:
+      description: Every NPU reading, C({t, npu_id, chip_id, aicore_percent, hbm_used_mb, hbm_total_mb}).
+      type: list
+      elements: dict
+    loadgen_samples:
+      description: The load generator's CPU between samples, C({t, cpu_percent}) (percent of one core).
+      type: list
+      elements: dict
+    vllm_bench:
+      description: The result file of C(vllm bench serve), without its per-request lists.
+      type: dict
+    warnings:
+      description: The warnings of the run.
+      type: list
+      elements: str
+"""
+
+import json
+import os
+import threading
+import time
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._benchmark import (
+    LOADGEN_BUSY_PERCENT,
+    PERCENTILES,
+    BenchmarkError,
+    cpu_percent_in_window,
+    cpu_percent_series,
+    evaluate_targets,
+    in_window,
+    metrics_from_vllm_bench,
+    npu_sample_rows,
+    parse_targets,
+    sample_until_done,
+    scalar_fields,
+    summarize_npu_samples,
+)
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._command import (
+    KILL_AFTER_SECONDS,
+    CommandRunner,
+    failure_data,
+    locate_executable,
+)
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._npu_smi import (
+    NPU_SMI_FALLBACK_PATHS,
+    NpuSmiFailure,
+    read_npu_smi_info,
+)
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._warnings import WarningCap
+
+RESULT_FILE = 'vllm-bench-result.json'
+OUTPUT_TAIL_CHARS = 4000
+
+
+def bench_argv(params, work_dir):
+    argv = list(params['command']) + [
+        'bench', 'serve', '--backend', params['backend'], '--base-url', params['base_url'],
+        '--endpoint', params['endpoint'], '--model', params['model'], '--served-model-name', params['model'],
+        '--tokenizer', params['tokenizer'], '--dataset-name', 'random',
+        '--random-input-len', str(params['input_len']), '--random-output-len', str(params['output_len']),
+        '--num-prompts', str(params['num_prompts']), '--max-concurrency', str(params['max_concurrency']),
+        '--request-rate', params['request_rate'], '--seed', str(params['seed']), '--ignore-eos',
+        '--percentile-metrics', 'ttft,tpot,itl,e2el', '--metric-percentiles', ','.join(PERCENTILES),
+        '--save-result', '--result-dir', work_dir, '--result-filename', RESULT_FILE, '--disable-tqdm']
+    return argv + list(params['extra_args'])
+
+
+def process_table():
+    """``{pid: (ppid, cpu seconds)}`` of every process /proc shows (CPU: user + system, with reaped children)."""
+    table = {}
+    ticks = os.sysconf('SC_CLK_TCK')
+    for name in os.listdir('/proc'):
+        if not name.isdigit():
+            continue
+        try:
+            with open('/proc/%s/stat' % name) as stat:
+                fields = stat.read().rsplit(')', 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        # After the command name: state is field 3, ppid field 4, utime..cstime fields 14-17 of proc(5).
+        table[int(name)] = (int(fields[1]), sum(int(value) for value in fields[11:15]) / ticks)
+    return table
+
+
+def find_child(argv):
+    """The PID of this process's child running ``argv`` (behind the runner's time limit), or None."""
+    for pid, (ppid, _cpu) in process_table().items():
+        if ppid != os.getpid():
+            continue
+        try:
+            with open('/proc/%d/cmdline' % pid, 'rb') as cmdline:
+                running = cmdline.read().decode('utf-8', 'replace').split('\0')[:-1]
+        except OSError:
+            continue
+        if running[-len(argv):] == argv:
+            return pid
+    return None
+
+
+def tree_cpu_seconds(root):
+    """CPU seconds of process ``root`` and every process below it; None once it is gone."""
+    table = process_table()
+    if root not in table:
+        return None
+    total = 0.0
+    below = [root]
+    while below:
+        pid = below.pop()
+        total += table[pid][1]
+        below.extend(child for child, (ppid, _cpu) in table.items() if ppid == pid)
+    return total
+
+
+def output_tail(result):
+    """The failure data of the load generator's CommandResult, its output cut to its end."""
+    data = failure_data(result)
+    data['stdout'] = data['stdout'][-OUTPUT_TAIL_CHARS:]
+    data['stderr'] = data['stderr'][-OUTPUT_TAIL_CHARS:]
+    return data
+
+
+def check_params(module, params):
+    problems = []
+    for name, low in (('num_prompts', 1), ('input_len', 1), ('output_len', 1), ('max_concurrency', 1),
+                      ('timeout', 1)):
+        if params[name] < low:
+            problems.append('%s must be %d or more, not %d' % (name, low, params[name]))
+    if params['sample_interval'] < 0.1:
+        problems.append('sample_interval must be 0.1 or more seconds, not %s' % params['sample_interval'])
+    if params['request_rate'] != 'inf':
+        try:
+            if float(params['request_rate']) <= 0:
+                raise ValueError
+        except ValueError:
+            problems.append('request_rate must be inf or a positive number, not %r' % params['request_rate'])
+    if not params['command']:
+        problems.append('command must name vLLM\'s CLI, such as [/opt/vllm/venv/bin/vllm]')
+    if not os.path.isdir(params['work_dir']):
+        problems.append('work_dir %s is not a directory' % params['work_dir'])
+    if problems:
+        module.fail_json(msg='; '.join(problems))
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            command=dict(type='list', elements='str', required=True),
+            base_url=dict(type='str', required=True),
+            endpoint=dict(type='str', default='/v1/completions'),
+            backend=dict(type='str', default='openai', choices=['openai', 'openai-chat', 'vllm']),
+            model=dict(type='str', required=True),
+            # A model directory, not a token.
+            tokenizer=dict(type='str', required=True, no_log=False),
+            api_key=dict(type='str', no_log=True),
+            num_prompts=dict(type='int', default=200),
+            input_len=dict(type='int', default=128),
+            output_len=dict(type='int', default=128),
+            max_concurrency=dict(type='int', required=True),
+            request_rate=dict(type='str', default='inf'),
+            seed=dict(type='int', default=0),
+            extra_args=dict(type='list', elements='str', default=[]),
+            work_dir=dict(type='path', required=True),
+            sample_interval=dict(type='float', default=1.0),
+            sample_npus=dict(type='str', default='auto', choices=['auto', 'always', 'never']),
+            npu_ids=dict(type='list', elements='int', default=[]),
+            npu_smi_path=dict(type='path'),
+            targets=dict(type='list', elements='dict', default=[]),
+            timeout=dict(type='int', default=3600),
+        ),
+        supports_check_mode=False,
+    )
+    params = module.params
+    check_params(module, params)
+    try:
+        targets = parse_targets(params['targets'])
+    except BenchmarkError as error:
+        module.fail_json(msg=error.msg)
+    warnings = WarningCap()
+
+    npu_smi = None
+    if params['sample_npus'] != 'never':
+        try:
+            npu_smi = locate_executable(module, 'npu-smi', params['npu_smi_path'], 'npu_smi_path',
+                                        NPU_SMI_FALLBACK_PATHS)
+        except ValueError as error:
+            module.fail_json(msg=str(error))
+        if npu_smi is None and params['sample_npus'] == 'always':
+            module.fail_json(msg='sample_npus is always but npu-smi was found neither in PATH nor as %s: set '
+                                 'npu_smi_path, or sample_npus: auto' % ' or '.join(NPU_SMI_FALLBACK_PATHS))
+    # npu-smi must answer within the interval's order of magnitude, or the sampling would stall the run.
+    runner = CommandRunner(module, max(10, int(params['sample_interval'] * 5)))
+
+    work_dir = params['work_dir']
+    result_path = os.path.join(work_dir, RESULT_FILE)
+    if os.path.exists(result_path):
+        os.unlink(result_path)
+    argv = bench_argv(params, work_dir)
+    # vllm bench serve sends OPENAI_API_KEY as the bearer token: the environment keeps it off the command line,
+    # and an empty one replaces any the module's own environment has.
+    environ_update = {'PYTHONUNBUFFERED': '1', 'OPENAI_API_KEY': params['api_key'] or ''}
+    load_runner = CommandRunner(module, params['timeout'])
+
+    npu_samples = []
+    cpu_samples = []
+    npu_errors = []
+    outcome = {}
+    started = time.monotonic()
+
+    def run_load_generator():
+        outcome['result'] = load_runner.run(argv, environ_update=environ_update)
+        outcome['moment'] = time.monotonic() - started
+
+    # The load generator runs through run_command in a thread of its own, so that this one samples beside it.
+    worker = threading.Thread(target=run_load_generator, name='vllm-bench-serve')
+    worker.daemon = True
+    worker.start()
+    tree = {}
+
+    def sample_cpu(moment):
+        # The thread may not have started the load generator yet at the first samples.
+        if not tree.get('root'):
+            tree['root'] = find_child(argv)
+        seconds = tree_cpu_seconds(tree['root']) if tree['root'] else None
+        if seconds is not None:
+            cpu_samples.append({'t': moment, 'cpu_seconds': seconds})
+
+    def sample_npus(moment):
+        if npu_errors:
+            return
+        try:
+            info = read_npu_smi_info(lambda args: runner.run([npu_smi] + args), warnings)
+        except NpuSmiFailure as failure:
+            # One failed sample ends the sampling with a warning: the benchmark itself goes on.
+            npu_errors.append(failure.msg)
+            warnings('NPU sampling stopped: %s' % failure.msg)
+            return
+        npu_samples.extend(npu_sample_rows(info, moment, params['npu_ids']))
+
+    samplers = [sample_cpu] + ([sample_npus] if npu_smi else [])
+    # The runner's time limit stops the load generator; this one only bounds the sampling should that fail.
+    sample_until_done(lambda: None if worker.is_alive() else 0, samplers, params['sample_interval'],
+                      started + params['timeout'] + KILL_AFTER_SECONDS + 30, time.monotonic, time.sleep)
+    worker.join()
+    result = outcome['result']
+    ended = outcome['moment']
+    if result.timed_out:
+        module.fail_json(msg='the load generator ran longer than timeout (%d s) and was killed; raise timeout or '
+                             'lower num_prompts' % params['timeout'], **output_tail(result))
+    if result.rc != 0:
+        module.fail_json(msg='vllm bench serve failed with exit code %d against %s (see stdout and stderr)'
+                             % (result.rc, params['base_url']), **output_tail(result))
+    try:
+        with open(result_path) as handle:
+            raw = json.load(handle)
+        metrics = metrics_from_vllm_bench(raw, warnings)
+    except (OSError, ValueError) as error:
+        module.fail_json(msg='vllm bench serve exited 0 but its result %s could not be read: %s' % (result_path, error),
+                         **output_tail(result))
+    except BenchmarkError as error:
+        module.fail_json(msg='%s: %s' % (result_path, error.msg), **output_tail(result))
+
+    window = (max(0.0, ended - metrics['duration_s']), ended)
+    metrics.update(summarize_npu_samples(in_window(npu_samples, window)))
+    if npu_smi and not npu_errors and metrics['npu_aicore_percent_mean'] is None:
+        warnings('no NPU reading fell inside the %.2f s benchmark: lower sample_interval or raise num_prompts'
+                 % metrics['duration_s'])
+    # The last CPU reading is up to one interval before the end: the window ends there for the load generator.
+    loadgen_end = min(window[1], cpu_samples[-1]['t']) if cpu_samples else window[1]
+    loadgen = cpu_percent_in_window(cpu_samples, (window[0], loadgen_end)) if loadgen_end > window[0] else None
+    metrics['loadgen_cpu_percent'] = None if loadgen is None else round(loadgen, 1)
+    if metrics['loadgen_cpu_percent'] is not None and metrics['loadgen_cpu_percent'] >= LOADGEN_BUSY_PERCENT:
+        warnings('the load generator used %.0f %% of a CPU core during the run: it may be the bottleneck, not the '
+                 'server; run it on a less busy host or lower the concurrency' % metrics['loadgen_cpu_percent'])
+    evaluated, status = evaluate_targets(metrics, targets)
+    run = dict(argv=argv, metrics=metrics, targets=evaluated, status=status, window=[round(t, 3) for t in window],
+               npu_samples=npu_samples, loadgen_samples=cpu_percent_series(cpu_samples),
+               vllm_bench=scalar_fields(raw), warnings=list(warnings.messages))
+    warnings.emit(module.warn)
+    module.exit_json(changed=False, benchmark=run)
+
+
+if __name__ == '__main__':
+    main()

@@ -1,0 +1,89 @@
+# -*- coding: utf-8 -*-
+
+# Copyright (c) kunpeng_ascend.vllm contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+"""The benchmark filters: targets and grid checked with the variable named, a point's configuration, the summary."""
+
+from __future__ import annotations
+
+import pytest
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.kunpeng_ascend.vllm.plugins.filter import benchmark
+
+SERVICE_PARAMS = ['max_num_seqs', 'dtype', 'extra_args', 'enforce_eager']
+
+
+def test_the_filters_are_registered():
+    assert sorted(benchmark.FilterModule().filters()) == ['benchmark_grid', 'benchmark_point_config', 'benchmark_summary',
+                                                          'benchmark_targets']
+
+
+def test_bad_targets_fail_naming_the_variable():
+    with pytest.raises(AnsibleFilterError, match=r"vllm_benchmark_targets\[1\]: metric 'tokens' is not one of"):
+        benchmark.benchmark_targets([{'metric': 'e2el_ms_p99', 'max': 1}, {'metric': 'tokens', 'min': 1}])
+
+
+def test_grid_axes_are_serving_variables_or_vllm_options():
+    points = benchmark.benchmark_grid({'vllm_service_max_num_seqs': [16, 32], 'block_size': [64]}, SERVICE_PARAMS)
+    assert [point['params'] for point in points] == [{'vllm_service_max_num_seqs': 16, 'block_size': 64},
+                                                     {'vllm_service_max_num_seqs': 32, 'block_size': 64}]
+
+
+@pytest.mark.parametrize('axes, message', [
+    ({'--max-num-seqs': [1]}, "vllm_benchmark_grid: '--max-num-seqs' is neither a serving variable"),
+    ({'Max Seqs': [1]}, "vllm_benchmark_grid: 'Max Seqs' is neither"),
+    ({'block_size': [[64]]}, r'vllm_benchmark_grid.block_size: \[64\] is not a string, number or boolean'),
+    ({'max_num_seqs': []}, 'vllm_benchmark_grid.max_num_seqs must be a non-empty list'),
+])
+def test_bad_grids_fail_naming_the_axis(axes, message):
+    with pytest.raises(AnsibleFilterError, match=message):
+        benchmark.benchmark_grid(axes, SERVICE_PARAMS)
+
+
+def test_a_points_configuration_sets_serving_variables_and_appends_options():
+    original = {'max_num_seqs': 8, 'dtype': None, 'extra_args': ['--seed=1'], 'enforce_eager': False}
+    point = {'index': 3, 'params': {'vllm_service_max_num_seqs': 32, 'dtype': 'bfloat16', 'block_size': 64,
+                                    'enable_prefix_caching': False, 'enable_chunked_prefill': True}}
+    config = benchmark.benchmark_point_config(point, original, SERVICE_PARAMS)
+    assert config == {'max_num_seqs': 32, 'dtype': 'bfloat16', 'enforce_eager': False,
+                      'extra_args': ['--seed=1', '--block-size=64', '--no-enable-prefix-caching', '--enable-chunked-prefill']}
+    assert original['extra_args'] == ['--seed=1'] and original['max_num_seqs'] == 8
+
+
+def run(point, status, throughput, concurrency=4, host='node1'):
+    metrics = dict.fromkeys(benchmark.RESULTS_COLUMNS[5:])
+    metrics['output_throughput'] = throughput
+    return {'host': host, 'label': 'p%d-c%d' % (point, concurrency), 'status': status,
+            'grid_point': {'index': point, 'params': {}} if point else None,
+            'config': {'load': {'max_concurrency': concurrency}}, 'metrics': metrics}
+
+
+def test_the_summary_of_a_sweep_gives_each_hosts_status_and_highest_passing_concurrency():
+    runs = [run(0, 'PASS', 10.0, 1), run(0, 'PASS', 20.0, 16), run(0, 'FAIL', 30.0, 64), run(0, 'PASS', 5.0, 1, 'node2')]
+    summary = benchmark.benchmark_summary(runs, [{'metric': 'e2el_ms_p99', 'max': 150}], run_id='r1')
+    assert summary['hosts'] == {'node1': {'status': 'FAIL', 'runs': 3, 'max_concurrency_meeting_targets': 16},
+                                'node2': {'status': 'PASS', 'runs': 1, 'max_concurrency_meeting_targets': 1}}
+    assert summary['grid'] is None and summary['optimization_csv'] is None
+    assert summary['results_csv'].count('\n') == 5 and summary['run_id'] == 'r1'
+    assert summary['targets'] == [{'metric': 'e2el_ms_p99', 'op': '<=', 'value': 150.0}]
+
+
+def test_the_summary_of_a_grid_names_the_best_point_and_the_axes():
+    points = benchmark.benchmark_grid({'max_num_seqs': [16, 32]}, SERVICE_PARAMS)
+    runs = [run(1, 'PASS', 100.0), run(2, 'PASS', 200.0)]
+    summary = benchmark.benchmark_summary(runs, [], points, {'maximize': 'output_throughput'})
+    assert summary['grid']['best']['index'] == 2 and summary['grid']['best']['params'] == {'max_num_seqs': 32}
+    assert summary['grid']['axes'] == {'max_num_seqs': [16, 32]}
+    assert summary['optimization_csv'].splitlines()[1].startswith('1,node1,16,PASS,4,100,')
+
+
+def test_a_bad_objective_fails_naming_the_variable():
+    points = benchmark.benchmark_grid({'max_num_seqs': [16]}, SERVICE_PARAMS)
+    with pytest.raises(AnsibleFilterError, match='vllm_benchmark_objective'):
+        benchmark.benchmark_summary([run(1, 'PASS', 1.0)], [], points, {'maximize': 'speed'})
+    with pytest.raises(AnsibleFilterError, match='the input must be the list of runs'):
+        benchmark.benchmark_summary('runs', [])

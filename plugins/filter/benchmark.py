@@ -94,18 +94,22 @@ def benchmark_summary(runs, targets, points=None, objective=None, run_id=None):
     grid's best point, and the CSV tables (``results_csv``; ``optimization_csv`` with a grid)."""
     if not isinstance(runs, list) or not all(isinstance(run, dict) for run in runs):
         raise AnsibleFilterError('benchmark_summary: the input must be the list of runs')
+    best = None
+    if points:
+        _checked(objective_direction, objective, 'vllm_benchmark_objective')
+        best = _checked(best_point, points, runs, objective)
     hosts = {}
     for host in sorted(set(run['host'] for run in runs)):
         mine = [run for run in runs if run['host'] == host]
-        sweep = [run for run in mine if not run.get('grid_point')]
+        # The sweep: the runs outside a grid, or with a grid those of its best point.
+        sweep = [run for run in mine if not run.get('grid_point')] or [
+            run for run in mine if best and run['grid_point']['index'] == best['index']]
         hosts[host] = {'status': 'PASS' if all(run['status'] == 'PASS' for run in mine) else 'FAIL',
                        'runs': len(mine),
                        'max_concurrency_meeting_targets': max_concurrency_meeting_targets(sweep) if sweep else None}
     summary = {'schema': SUMMARY_SCHEMA, 'run_id': run_id, 'targets': benchmark_targets(targets), 'hosts': hosts,
                'grid': None, 'results_csv': csv_text(results_rows(runs), RESULTS_COLUMNS), 'optimization_csv': None}
     if points:
-        _checked(objective_direction, objective, 'vllm_benchmark_objective')
-        best = _checked(best_point, points, runs, objective)
         axes = {}
         for point in points:
             for name, value in point['params'].items():

@@ -45,7 +45,8 @@ options:
       - The argv that starts vLLM's CLI on this host, to which C(bench serve ...) is appended, such as
         V([/opt/vllm/venv/bin/vllm]) or a container engine's C(run) of the serving image ending in C(vllm).
       - When it runs the load generator in a container, that container must see O(work_dir) at the same path and
-        reach O(base_url); the load generator's CPU is then not measured (it is not a child of this module).
+        reach O(base_url); set O(measure_loadgen_cpu=false) then (the load generator is not a child of this module,
+        the engine's client is).
     type: list
     elements: str
     required: true
@@ -116,6 +117,12 @@ options:
     type: str
     choices: [auto, always, never]
     default: auto
+  measure_loadgen_cpu:
+    description:
+      - Sample the CPU time of the load generator (this module's child and its children) from C(/proc).
+      - V(false) leaves RV(benchmark.metrics) C(loadgen_cpu_percent) null, for a load generator in a container.
+    type: bool
+    default: true
   npu_ids:
     description: The NPUs (npu-smi's NPU column) to sample; all when empty.
     type: list
@@ -355,6 +362,7 @@ def main():
             sample_interval=dict(type='float', default=1.0),
             sample_npus=dict(type='str', default='auto', choices=['auto', 'always', 'never']),
             npu_ids=dict(type='list', elements='int', default=[]),
+            measure_loadgen_cpu=dict(type='bool', default=True),
             npu_smi_path=dict(type='path'),
             targets=dict(type='list', elements='dict', default=[]),
             timeout=dict(type='int', default=3600),
@@ -428,7 +436,7 @@ def main():
             return
         npu_samples.extend(npu_sample_rows(info, moment, params['npu_ids']))
 
-    samplers = [sample_cpu] + ([sample_npus] if npu_smi else [])
+    samplers = ([sample_cpu] if params['measure_loadgen_cpu'] else []) + ([sample_npus] if npu_smi else [])
     # The runner's time limit stops the load generator; this one only bounds the sampling should that fail.
     sample_until_done(lambda: None if worker.is_alive() else 0, samplers, params['sample_interval'],
                       started + params['timeout'] + KILL_AFTER_SECONDS + 30, time.monotonic, time.sleep)

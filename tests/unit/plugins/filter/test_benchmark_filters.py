@@ -77,6 +77,8 @@ def test_the_summary_of_a_grid_names_the_best_point_and_the_axes():
     runs = [run(1, 'PASS', 100.0), run(2, 'PASS', 200.0)]
     summary = benchmark.benchmark_summary(runs, [], points, {'maximize': 'output_throughput'})
     assert summary['grid']['best']['index'] == 2 and summary['grid']['best']['params'] == {'max_num_seqs': 32}
+    # Without a sweep outside the grid, the best point's runs are the host's sweep.
+    assert summary['hosts']['node1']['max_concurrency_meeting_targets'] == 4
     assert summary['grid']['axes'] == {'max_num_seqs': [16, 32]}
     assert summary['optimization_csv'].splitlines()[1].startswith('1,node1,16,PASS,4,100,')
 

@@ -240,3 +240,12 @@ def test_bad_arguments_fail_before_anything_runs(bench, monkeypatch, changes, me
     failure = run_main(vllm_benchmark.main, dict(args, **changes), FailJson)
     assert message in failure['msg']
     assert not (tmp_path / 'bench.json').exists()
+
+
+def test_the_load_generators_cpu_is_not_measured_when_asked_not_to(bench, monkeypatch):
+    tmp_path, args = bench
+    monkeypatch.setenv('DURATION', '1.0')
+    monkeypatch.setenv('BUSY', '1')
+    run = run_main(vllm_benchmark.main, dict(args, sample_npus='never', measure_loadgen_cpu=False))['benchmark']
+    assert run['metrics']['loadgen_cpu_percent'] is None and run['loadgen_samples'] == []
+    assert run['warnings'] == []

@@ -522,6 +522,47 @@ def test_hccn_link_and_net_health(sim):
     assert sim.run("hccn_tool", "-i", "1", "-net_health", "-g").stdout == "net health status: Fault\n"
 
 
+def test_hccn_gateway_and_netdetect_set_persist_and_get_as_documented(sim):
+    sim.init()
+    conf = write_hccn_conf(sim)
+    # Nothing set yet: the simulator prints nothing (its choice; no capture shows the real answer).
+    assert sim.run("hccn_tool", "-i", "2", "-gateway", "-g").stdout == ""
+    assert sim.run("hccn_tool", "-i", "2", "-netdetect", "-g").stdout == ""
+    assert sim.run("hccn_tool", "-i", "2", "-gateway", "-s", "gateway", "10.20.11.1").returncode == 0
+    assert sim.run("hccn_tool", "-i", "2", "-netdetect", "-s", "address", "10.20.11.1").returncode == 0
+    # The formats of the public deployment guides: "default gateway:G, Iface:ethN", "netdetect address: D".
+    assert sim.run("hccn_tool", "-i", "2", "-gateway", "-g").stdout == "default gateway:10.20.11.1, Iface:eth2\n"
+    assert sim.run("hccn_tool", "-i", "2", "-netdetect", "-g").stdout == "netdetect address: 10.20.11.1\n"
+    lines = conf.read_text().splitlines()
+    assert "gateway_2=10.20.11.1" in lines and "netdetect_2=10.20.11.1" in lines
+    result = sim.run("hccn_tool", "-i", "2", "-gateway", "-s", "gateway", "10.20.11.300")
+    assert result.returncode == 1 and "failed" in result.stdout
+    assert sim.run("hccn_tool", "-i", "2", "-gateway", "-s", "bogus", "1.2.3.4").returncode == 1
+
+
+def test_hccn_state_gateway_overrides_conf_and_set_updates_it(sim):
+    sim.init()
+    sim.set('network.devices.1={"gateway": "10.9.0.1"}')
+    assert sim.run("hccn_tool", "-i", "1", "-gateway", "-g").stdout == "default gateway:10.9.0.1, Iface:eth1\n"
+    sim.run("hccn_tool", "-i", "1", "-gateway", "-s", "gateway", "10.9.0.254")
+    assert sim.state()["network"]["devices"]["1"]["gateway"] == "10.9.0.254"
+
+
+def test_hccn_tls_get_and_set(sim):
+    sim.init()
+    result = sim.run("hccn_tool", "-i", "4", "-tls", "-g")
+    assert result.returncode == 0
+    assert result.stdout.startswith(
+        "dev_id:4, tls switch[1](0:disable, 1:enable), tls alarm time threshold[60]days\ndev_id:4, [pub cert] info:\n")
+    assert sim.run("hccn_tool", "-i", "4", "-tls", "-s", "enable", "0").returncode == 0
+    assert sim.state()["network"]["devices"]["4"]["tls"] == 0
+    assert "tls switch[0]" in sim.run("hccn_tool", "-i", "4", "-tls", "-g").stdout
+    assert "tls switch[1]" in sim.run("hccn_tool", "-i", "3", "-tls", "-g").stdout
+    assert sim.run("hccn_tool", "-i", "4", "-tls", "-s", "enable", "2").returncode == 1
+    assert sim.run("hccn_tool", "-i", "8", "-tls", "-s", "enable", "0").returncode == 1
+    assert sim.ctl("show").returncode == 0
+
+
 def test_hccn_ping_matches_real_capture(sim):
     sim.init()
     write_hccn_conf(sim)

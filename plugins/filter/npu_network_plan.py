@@ -1,0 +1,35 @@
+# -*- coding: utf-8 -*-
+
+# Copyright (c) kunpeng_ascend.vllm contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+"""The npu_network_plan filter (documented in npu_network_plan.yml): every NPU NIC's address, on the controller."""
+
+from __future__ import annotations
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._network_plan import (
+    HAS_NETADDR,
+    NetworkPlanError,
+    plan_network,
+)
+
+
+def npu_network_plan(nodes, cidr=None, per_card_subnets=None, gateway=None, netmask=None):
+    """The address plan of the NPU NICs of ``nodes`` (see _network_plan.plan_network)."""
+    if not HAS_NETADDR:
+        raise AnsibleFilterError('npu_network_plan: the Python library netaddr is missing on the controller: '
+                                 'install it in the Python that runs Ansible (pip install netaddr)')
+    try:
+        return plan_network(nodes, cidr=cidr, per_card_subnets=per_card_subnets, gateway=gateway, netmask=netmask)
+    except NetworkPlanError as error:
+        raise AnsibleFilterError('npu_network_plan: %s' % error) from error
+
+
+class FilterModule:
+    """The NPU network plan filter."""
+
+    def filters(self):
+        return {'npu_network_plan': npu_network_plan}

@@ -26,6 +26,7 @@ import collections
 import errno
 import importlib.machinery
 import importlib.util
+import json
 import os
 import platform
 import re
@@ -426,3 +427,15 @@ def simulator_module(name, filename):
     module = importlib.util.module_from_spec(spec)
     loader.exec_module(module)
     return module
+
+
+def ansible_debug(expression, variables):
+    """The result of ``ansible localhost -m debug -a 'msg={{ expression }}'`` with ``variables`` as extra vars and this
+    collection (a dict: ``msg``, or ``failed`` and the error's ``msg``)."""
+    collections_path = os.path.abspath(os.path.join(TESTS, *[os.pardir] * 4))
+    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=collections_path, ANSIBLE_LOAD_CALLBACK_PLUGINS='1',
+               ANSIBLE_STDOUT_CALLBACK='json', ANSIBLE_LOCALHOST_WARNING='0', ANSIBLE_INVENTORY_UNPARSED_WARNING='0')
+    ansible = os.path.join(os.path.dirname(sys.executable), 'ansible')
+    completed = subprocess.run([ansible, 'localhost', '-m', 'ansible.builtin.debug', '-a', 'msg={{ %s }}' % expression,
+                                '-e', json.dumps(variables)], env=env, capture_output=True, text=True, check=False)
+    return json.loads(completed.stdout)['plays'][0]['tasks'][0]['hosts']['localhost']

@@ -127,11 +127,11 @@ size:
 """
 
 import os
-import tempfile
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 from ansible.module_utils.common.text.converters import to_native
 
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._atomic_write import write_atomically
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._benchmark_report import (
     HAS_MATPLOTLIB,
     MATPLOTLIB_IMPORT_ERROR,
@@ -153,18 +153,7 @@ def read_existing(path):
 
 def write_report(module, dest, data):
     """Write ``data`` to ``dest`` atomically; a new file gets mode 0644, an existing one keeps its own."""
-    directory = os.path.dirname(os.path.abspath(dest))
-    existed = os.path.exists(dest)
-    handle, temporary = tempfile.mkstemp(prefix='.%s.' % os.path.basename(dest), dir=directory)
-    try:
-        with os.fdopen(handle, 'wb') as out:
-            out.write(data)
-        if not existed:
-            os.chmod(temporary, 0o644)
-        module.atomic_move(temporary, os.path.abspath(dest))
-    finally:
-        if os.path.exists(temporary):
-            os.unlink(temporary)
+    write_atomically(module, dest, data)
 
 
 def main():

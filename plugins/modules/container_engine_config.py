@@ -151,11 +151,11 @@ backup_file:
 
 import os
 import re
-import tempfile
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.common.text.converters import to_bytes, to_native
 
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._atomic_write import write_atomically
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._engine_config import (
     ConfigError,
     merge_containerd_toml,
@@ -188,22 +188,7 @@ def read_config(path):
 
 def write_config(module, path, text):
     """Write ``text`` to ``path`` atomically, keeping the owner, group and mode of an existing file."""
-    target = os.path.realpath(path)
-    directory = os.path.dirname(target)
-    if not os.path.isdir(directory):
-        os.makedirs(directory, 0o755)
-    existed = os.path.exists(target)
-    handle, temporary = tempfile.mkstemp(prefix='.%s.' % os.path.basename(target), dir=directory)
-    try:
-        with os.fdopen(handle, 'wb') as out:
-            out.write(to_bytes(text))
-        if not existed:
-            os.chmod(temporary, 0o644)
-        # atomic_move gives the new file the existing one's owner, group, mode and SELinux context.
-        module.atomic_move(temporary, target)
-    finally:
-        if os.path.exists(temporary):
-            os.unlink(temporary)
+    write_atomically(module, path, to_bytes(text))
 
 
 def main():

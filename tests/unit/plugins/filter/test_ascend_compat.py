@@ -8,10 +8,7 @@
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
-import sys
 
 import pytest
 import yaml
@@ -25,6 +22,7 @@ from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._compatibility
     compatibility_rows,
     describe_row,
 )
+from ansible_collections.kunpeng_ascend.vllm.tests.helpers import ansible_debug
 
 FILTER_DIR = os.path.dirname(plugin.__file__)
 
@@ -82,15 +80,7 @@ def test_rows_for_a_driver_given_as_a_number():
 
 
 def run_ansible_debug(expression, variables):
-    """The value of a Jinja ``expression`` as ``ansible localhost -m debug`` renders it, with this collection."""
-    collections_path = os.path.abspath(os.path.join(FILTER_DIR, *[os.pardir] * 5))
-    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=collections_path, ANSIBLE_LOAD_CALLBACK_PLUGINS='1',
-               ANSIBLE_STDOUT_CALLBACK='json', ANSIBLE_LOCALHOST_WARNING='0', ANSIBLE_INVENTORY_UNPARSED_WARNING='0')
-    ansible = os.path.join(os.path.dirname(sys.executable), 'ansible')
-    completed = subprocess.run([ansible, 'localhost', '-m', 'ansible.builtin.debug', '-a', 'msg={{ %s }}' % expression,
-                                '-e', json.dumps(variables)], env=env, capture_output=True, text=True, check=True)
-    task = json.loads(completed.stdout)['plays'][0]['tasks'][0]
-    return task['hosts']['localhost']['msg']
+    return ansible_debug(expression, variables)['msg']
 
 
 def test_through_a_template():

@@ -24,7 +24,8 @@ description:
     means it, not the server, bounded the result; the module then warns (C(loadgen_cpu_percent) in
     RV(benchmark.metrics))."
   - Each target is compared with the measured metric; RV(benchmark.status) is C(FAIL) when a target failed or a
-    request failed. A target that fails does not fail the module; a benchmark that cannot run does.
+    request failed. A target that fails does not fail the module; a benchmark that cannot run, or whose every
+    request failed, does.
 author:
   - kunpeng_ascend.vllm maintainers (@kunpeng-ascend)
 extends_documentation_fragment:
@@ -458,6 +459,15 @@ def main():
                          **output_tail(result))
     except BenchmarkError as error:
         module.fail_json(msg='%s: %s' % (result_path, error.msg), **output_tail(result))
+
+    if not metrics['completed']:
+        module.fail_json(msg='every one of the %d requests failed against %s: check that input_len + output_len (%d) fits '
+                             'the server\'s max_model_len, that the model is served as %s, and the key'
+                             % (params['num_prompts'], params['base_url'], params['input_len'] + params['output_len'],
+                                params['model']), **output_tail(result))
+    if metrics['failed']:
+        warnings('%d of %d requests failed: the run is FAIL; see the server\'s log'
+                 % (metrics['failed'], metrics['failed'] + metrics['completed']))
 
     window = (max(0.0, ended - metrics['duration_s']), ended)
     metrics.update(summarize_npu_samples(in_window(npu_samples, window)))

@@ -249,3 +249,25 @@ def test_the_load_generators_cpu_is_not_measured_when_asked_not_to(bench, monkey
     run = run_main(vllm_benchmark.main, dict(args, sample_npus='never', measure_loadgen_cpu=False))['benchmark']
     assert run['metrics']['loadgen_cpu_percent'] is None and run['loadgen_samples'] == []
     assert run['warnings'] == []
+
+
+def test_a_run_whose_every_request_failed_fails_saying_what_to_check(bench, monkeypatch):
+    tmp_path, args = bench
+    result = json.loads(RESULT)
+    result.update(completed=0, failed=40)
+    monkeypatch.setenv('RESULT', json.dumps(result))
+    failure = run_main(vllm_benchmark.main, dict(args, sample_npus='never'), FailJson)
+    assert failure['msg'] == ('every one of the 40 requests failed against http://127.0.0.1:8000: check that input_len + '
+                              "output_len (48) fits the server's max_model_len, that the model is served as tiny-llama, "
+                              'and the key')
+    assert 'Serving Benchmark Result' in failure['stdout']
+
+
+def test_a_run_with_some_failed_requests_is_fail_with_a_warning(bench, monkeypatch):
+    tmp_path, args = bench
+    result = json.loads(RESULT)
+    result.update(completed=30, failed=10)
+    monkeypatch.setenv('RESULT', json.dumps(result))
+    run = run_main(vllm_benchmark.main, dict(args, sample_npus='never'))['benchmark']
+    assert run['status'] == 'FAIL'
+    assert '10 of 40 requests failed: the run is FAIL; see the server\'s log' in run['warnings']

@@ -113,15 +113,6 @@ def parse_meminfo(text):
     return values
 
 
-def parse_hccn_status(text):
-    """The value of hccn_tool's ``... status: VALUE`` answer (``-link -g``, ``-net_health -g``); None when absent."""
-    for line in (text or '').splitlines():
-        match = re.match(r'^\s*[\w ]*status\s*:\s*(\S+)', line, re.IGNORECASE)
-        if match:
-            return match.group(1)
-    return None
-
-
 def health_error_codes(sections):
     """``{chip_id or None: error code}`` from parsed ``npu-smi info -t health`` sections; codes ``NA`` and empty
     are left out."""

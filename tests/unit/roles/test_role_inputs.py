@@ -24,7 +24,7 @@ import yaml
 from ansible_collections.kunpeng_ascend.vllm.tests.helpers import load_fixture
 from ansible_collections.kunpeng_ascend.vllm.tests.unit.roles import role_harness
 from ansible_collections.kunpeng_ascend.vllm.tests.unit.roles.role_harness import REPO
-ROLES = ('os_tuning', 'npu_driver', 'cann', 'package_fetch', 'container_runtime', 'vllm_service')
+ROLES = ('os_tuning', 'npu_driver', 'cann', 'package_fetch', 'container_runtime', 'vllm_service', 'vllm_cluster', 'npu_network')
 CONTROL_CHARACTERS = ('\n', '\r', '\t', '\x00', '\x1b', '\x7f')
 
 PACKAGES = '/root/ascend-packages/'
@@ -75,10 +75,15 @@ GOOD = {
         'vllm_service_scheduling_policy': 'priority',
         'vllm_service_container_engine': 'docker',
     },
+    'npu_network': {'npu_network_cidr': '10.20.0.0/16'},
+    'vllm_cluster': {
+        'vllm_cluster_node_address': '10.10.0.21',
+        'vllm_cluster_ray_pip_wheelhouse': '/srv/ray-wheels',
+    },
 }
 # Good strings for variables that GOOD cannot hold, because they exclude another of its values; a control-character case
 # of such a variable drops that other one (the key and the key file are one or the other).
-STRING_SAMPLES = {'vllm_service_api_key': 'test-key-0123456789abcdef'}
+STRING_SAMPLES = {'vllm_service_api_key': 'test-key-0123456789abcdef', 'vllm_service_distributed_executor_backend': 'ray'}
 EXCLUDES = {'vllm_service_api_key': {'vllm_service_api_key_file': MISSING}}
 
 # The variables that hold a package source: package_fetch's validate entry point checks each (the one place the
@@ -101,6 +106,17 @@ DICT_STRINGS = {
     'vllm_service_env': (
         lambda char: {'OMP_NUM_THREADS' + char: '1'},
         lambda char: {'OMP_NUM_THREADS': '1' + char},
+    ),
+    'vllm_service_cluster_env': (
+        lambda char: {'HCCL_IF_IP' + char: '10.10.0.21'},
+        lambda char: {'HCCL_IF_IP': '10.10.0.21' + char},
+    ),
+    'npu_network_addresses': (
+        lambda char: {0: '10.20.0.9' + char},
+    ),
+    'vllm_cluster_env': (
+        lambda char: {'HCCL_EXEC_TIMEOUT' + char: '1800'},
+        lambda char: {'HCCL_EXEC_TIMEOUT': '1800' + char},
     ),
     'vllm_service_model_source': (
         lambda char: {'src': '/srv/models/tiny' + char},
@@ -175,6 +191,11 @@ DRIVER_VERSION = 'npu_driver_version must be the driver version of npu_driver_dr
 FIRMWARE_VERSION = 'npu_driver_firmware_version must be the firmware version of npu_driver_firmware_package, such as 7.5.0.3.220; got %s'
 ONE_SOURCE = ('%s must be a dict with exactly one of src (a file on the controller), path (a file on the host) or url, and no other key than'
               ' checksum; %s.checksum (for example "sha256:<hex>") is required with %s.url; got %s')
+EXTRA_ARGS = ('vllm_service_extra_args and vllm_service_cluster_args must be strings without control characters and without'
+              ' --api-key (the key goes in vllm_service_api_key, never in an argv); vllm_service_env and vllm_service_cluster_env'
+              ' must map names of letters, digits and _ (not VLLM_API_KEY) to values without control characters or null;'
+              ' vllm_service_volumes must be "/host/path:/container/path[:options]". Got extra_args %s, cluster_args %s,'
+              ' env names [], cluster env names [], volumes [].')
 CASES = {
     # The example inventory users copy passes each role's checks.
     'vllm_service the example inventory': ('vllm_service', example_vars('vllm_service_'), None),
@@ -199,10 +220,7 @@ CASES = {
         'Set one of vllm_service_api_key and vllm_service_api_key_file, not both; the key must be 16 to 4096 printable'
         ' characters without blanks.']),
     'vllm_service the key in the extra arguments': ('vllm_service', {'vllm_service_extra_args': ['--api-key', 'k' * 20]}, [
-        'vllm_service_extra_args must be strings without control characters and without --api-key (the key goes in'
-        ' vllm_service_api_key, never in an argv); vllm_service_env must map names of letters, digits and _ (not VLLM_API_KEY)'
-        ' to values without control characters or null; vllm_service_volumes must be "/host/path:/container/path[:options]".'
-        ' Got extra_args ["--api-key", "kkkkkkkkkkkkkkkkkkkk"], env names [], volumes [].']),
+        EXTRA_ARGS % ('["--api-key", "kkkkkkkkkkkkkkkkkkkk"]', '[]')]),
     'vllm_service a pin that is not exact': ('vllm_service', {'vllm_service_pip_packages': ['vllm>=0.13']}, [
         'vllm_service_pip_packages must be null or a list of exact pins, name==version (such as vllm-ascend==0.13.0);'
         ' got ["vllm>=0.13"]']),
@@ -216,6 +234,48 @@ CASES = {
         'vllm_service_npus must be null or a non-empty list of distinct NPU ids (0 or more); got [0, 1, 1]']),
     'vllm_service container mode without an image': ('vllm_service', {'vllm_service_mode': 'container', 'vllm_service_image': None}, [
         'vllm_service_image must name the vLLM image (such as quay.io/ascend/vllm-ascend:v0.13.0) in container mode']),
+    'vllm_service a node of a multi-node launch': ('vllm_service', {
+        'vllm_service_data_parallel_size': 4, 'vllm_service_data_parallel_size_local': 2, 'vllm_service_headless': True,
+        'vllm_service_cluster_args': ['--data-parallel-address', '10.10.0.21', '--data-parallel-start-rank', '2'],
+        'vllm_service_cluster_env': {'HCCL_IF_IP': '10.10.0.22', 'GLOO_SOCKET_IFNAME': 'enp189s0f0'}}, None),
+    'vllm_service more local data-parallel ranks than in all': ('vllm_service', {
+        'vllm_service_data_parallel_size': 2, 'vllm_service_data_parallel_size_local': 4}, [
+        'vllm_service_data_parallel_size_local must be null or 1 to vllm_service_data_parallel_size; got 4']),
+    'vllm_service the key in the cluster arguments': ('vllm_service', {'vllm_service_cluster_args': ['--api-key=' + 'k' * 20]}, [
+        EXTRA_ARGS % ('[]', '["--api-key=kkkkkkkkkkkkkkkkkkkk"]')]),
+    'vllm_service an executor vLLM does not know': ('vllm_service', {'vllm_service_distributed_executor_backend': 'mpi'}, [
+        'vllm_service_distributed_executor_backend must be null or one of mp, ray, uni, external_launcher; got "mpi"']),
+    # vllm_cluster: the multi-node inputs, each naming the variable
+    'vllm_cluster good inputs': ('vllm_cluster', {}, None),
+    'vllm_cluster Ray natively': ('vllm_cluster', {
+        'vllm_cluster_backend': 'ray', 'vllm_service_mode': 'native', 'vllm_cluster_ray_object_store_memory': 104857600,
+        'vllm_cluster_ray_pip_packages': ['ray[default]==2.56.1']}, None),
+    'vllm_cluster Ray in containers': ('vllm_cluster', {'vllm_cluster_backend': 'ray', 'vllm_service_mode': 'container'}, [
+        'vllm_cluster_backend ray runs Ray and vLLM from a venv on each node: set vllm_service_mode native, or use'
+        ' vllm_cluster_backend dp (vLLM\'s own data-parallel launcher), which also runs in containers.']),
+    'vllm_cluster a backend it does not know': ('vllm_cluster', {'vllm_cluster_backend': 'mpi'}, [
+        SPEC_FAILED + 'value of vllm_cluster_backend must be one of: dp, ray, got: mpi']),
+    'vllm_cluster a node not in the play': ('vllm_cluster', {'vllm_cluster_nodes': ['a2-node-09']}, [
+        'vllm_cluster_nodes names hosts that are not in this play: ["a2-node-09"]; the play must run on every node of the cluster']),
+    'vllm_cluster an address that is not IPv4': ('vllm_cluster', {'vllm_cluster_node_address': '10.10.0.256'}, [
+        'vllm_cluster_node_address must be null or an IPv4 address of the node (got "10.10.0.256"); vllm_cluster_env must map'
+        ' names of letters, digits and _ (not VLLM_API_KEY) to values without control characters (got {}).']),
+    'vllm_cluster an HCCL timeout out of range': ('vllm_cluster', {'vllm_cluster_hccl_connect_timeout': 60}, [
+        'vllm_cluster_hccl_connect_timeout must be 120 to 7200 seconds (HCCL\'s range); got 60']),
+    'vllm_cluster a Ray pin that is not exact': ('vllm_cluster', {'vllm_cluster_ray_pip_packages': ['ray>=2']}, [
+        'vllm_cluster_ray_pip_packages must be a list of exact pins such as ray==2.56.1; got ["ray>=2"]']),
+    'vllm_cluster a small object store': ('vllm_cluster', {'vllm_cluster_ray_object_store_memory': 1024}, [
+        "vllm_cluster_ray_object_store_memory must be null or at least 78643200 bytes (Ray's minimum, 75 MiB); got 1024"]),
+    # npu_network: one plan, and the check's bounds
+    'npu_network good inputs': ('npu_network', {}, None),
+    'npu_network the Atlas 800 per-card plan': ('npu_network', {
+        'npu_network_cidr': None, 'npu_network_per_card_subnets': ['192.168.100.0/24', '192.168.101.0/24'],
+        'npu_network_gateway': 'first', 'npu_network_addresses': {0: '192.168.100.200'}}, None),
+    'npu_network without a plan': ('npu_network', {'npu_network_cidr': None}, 'npu_network_cidr'),
+    'npu_network two plans': ('npu_network', {'npu_network_per_card_subnets': ['192.168.100.0/24']}, 'npu_network_per_card_subnets'),
+    'npu_network a ping scope it does not know': ('npu_network', {'npu_network_ping_scope': 'mesh'}, 'npu_network_ping_scope'),
+    'npu_network no ping': ('npu_network', {'npu_network_ping_count': 0}, 'npu_network_ping_count'),
+    'npu_network a negative index': ('npu_network', {'npu_network_index': -1}, 'npu_network_index'),
     # os_tuning: ranges, with null and the defaults accepted
     'os_tuning defaults': ('os_tuning', {}, None),
     'os_tuning every setting null': ('os_tuning', {
@@ -396,6 +456,9 @@ def test_input_case(results, name):
     expected = CASES[name][2]
     if expected is None:
         assert results[name] == {'accepted': True}
+    elif isinstance(expected, str):
+        # The refusal names the variable (its exact text is the role's README's business).
+        assert not results[name]['accepted'] and expected in ' '.join(results[name]['messages'])
     else:
         assert results[name]['messages'] == expected
 

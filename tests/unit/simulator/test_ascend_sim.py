@@ -774,3 +774,110 @@ def test_a_bad_usage_script_is_reported(sim, script, message):
     state = sim.init("910b-8")
     state["usage_script"] = script
     assert any(message in error for error in MOD.validate_state(state))
+
+
+# --------------------------------------------------------------------------- fabric (nodes pinging each other)
+class Node(Sim):
+    """A simulated node of its own (state, root, log) that shares FABRIC with others, named by ASCEND_SIM_HOSTNAME."""
+
+    def __init__(self, tmp_path, name, fabric):
+        tmp = tmp_path / name
+        tmp.mkdir()
+        super().__init__(tmp)
+        self.name = name
+        self.env["ASCEND_SIM_HOSTNAME"] = name
+        self.init()
+        self.set("network.fabric_dir=%s" % fabric)
+
+    def ip_set(self, device, address):
+        result = self.run("hccn_tool", "-i", str(device), "-ip", "-s", "address", address, "netmask", "255.255.0.0")
+        assert result.returncode == 0, (result.stdout, result.stderr)
+
+    def ping(self, device, address):
+        return self.run("hccn_tool", "-i", str(device), "-ping", "-g", "address", address, "pkt", "2")
+
+
+@pytest.fixture
+def fabric(tmp_path):
+    shared = tmp_path / "fabric"
+    shared.mkdir()
+    node_a, node_b = Node(tmp_path, "node-a", shared), Node(tmp_path, "node-b", shared)
+    node_a.ip_set(3, "10.20.0.4")
+    node_b.ip_set(3, "10.20.0.12")
+    return shared, node_a, node_b
+
+
+def test_fabric_files_hold_each_node_s_nics(fabric):
+    shared, node_a, _node_b = fabric
+    assert sorted(path.name for path in shared.iterdir()) == ["node-a.json", "node-b.json"]
+    entry = json.loads((shared / "node-a.json").read_text())
+    assert entry["host"] == "node-a"
+    assert entry["devices"] == {"3": {"address": "10.20.0.4", "netmask": "255.255.0.0", "link": "UP"}}
+    # A second set of the same node rewrites its file, it adds no other.
+    node_a.ip_set(5, "10.20.0.6")
+    assert sorted(json.loads((shared / "node-a.json").read_text())["devices"]) == ["3", "5"]
+    assert len(list(shared.iterdir())) == 2
+
+
+def test_nodes_ping_each_other_through_the_fabric(fabric):
+    _shared, node_a, node_b = fabric
+    there = node_a.ping(3, "10.20.0.12")
+    back = node_b.ping(3, "10.20.0.4")
+    assert there.returncode == 0 and there.stdout.endswith("2 packets transmitted, 2 received, 0.00% packet loss\n")
+    assert back.returncode == 0
+    # An address no node holds still gets no answer.
+    assert node_a.ping(3, "10.20.0.99").returncode == 1
+
+
+def test_a_planted_unreachable_target_breaks_one_direction_only(fabric):
+    _shared, node_a, node_b = fabric
+    node_a.set('network.unreachable=["10.20.0.12"]')
+    there = node_a.ping(3, "10.20.0.12")
+    assert there.returncode == 1 and "2 packets transmitted, 0 received, 100.00% packet loss" in there.stdout
+    assert node_b.ping(3, "10.20.0.4").returncode == 0
+
+
+def test_a_peer_nic_that_is_down_does_not_answer_once_synced(fabric):
+    shared, node_a, node_b = fabric
+    # `set` writes the node's fabric file itself.
+    node_b.set("network.devices.3.link=DOWN")
+    assert json.loads((shared / "node-b.json").read_text())["devices"]["3"]["link"] == "DOWN"
+    assert node_a.ping(3, "10.20.0.12").returncode == 1
+    node_b.set("network.devices.3.link=UP")
+    assert node_a.ping(3, "10.20.0.12").returncode == 0
+
+
+def test_fabric_sync_writes_the_file_and_says_so(fabric):
+    shared, node_a, _node_b = fabric
+    (shared / "node-a.json").unlink()
+    result = node_a.ctl("fabric-sync")
+    assert result.returncode == 0 and str(shared / "node-a.json") in result.stdout
+    assert json.loads((shared / "node-a.json").read_text())["devices"]["3"]["address"] == "10.20.0.4"
+
+
+def test_fabric_sync_without_a_fabric_dir_and_an_unwritable_one_fail_in_one_line(sim, tmp_path):
+    sim.init()
+    assert "network.fabric_dir is not set" in one_line_error(sim.ctl("fabric-sync"))
+    blocker = tmp_path / "not-a-dir"
+    blocker.write_text("")
+    state = sim.state()
+    state["network"]["fabric_dir"] = str(blocker / "fabric")
+    sim.write_state(state)
+    assert "cannot write the fabric file in %s" % (blocker / "fabric") in one_line_error(sim.ctl("fabric-sync"))
+    result = sim.run("hccn_tool", "-i", "0", "-ip", "-s", "address", "10.20.0.1", "netmask", "255.255.0.0")
+    assert result.returncode == 1 and "Cmd execute failed!" in result.stdout and "fabric file" in result.stderr
+
+
+def test_a_broken_fabric_file_is_skipped(fabric):
+    shared, node_a, _node_b = fabric
+    (shared / "junk.json").write_text("{not json")
+    assert node_a.ping(3, "10.20.0.12").returncode == 0
+
+
+@pytest.mark.parametrize("assignment, message", [
+    ("network.fabric_dir=relative/dir", "network.fabric_dir must be null or an absolute path"),
+    ('network.unreachable="10.0.0.1"', "network.unreachable must be a list of strings"),
+])
+def test_fabric_settings_are_validated(sim, assignment, message):
+    sim.init()
+    assert message in one_line_error(sim.ctl("set", assignment))

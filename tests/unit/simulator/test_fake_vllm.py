@@ -121,6 +121,10 @@ class Node:
     def record(self, port):
         return json.loads((self.root / "run" / "fake-vllm" / ("%d.json" % port)).read_text())
 
+    def record_or_none(self, port):
+        path = self.root / "run" / "fake-vllm" / ("%d.json" % port)
+        return json.loads(path.read_text()) if path.exists() else None
+
     def cleanup(self):
         for proc in self.procs:
             if proc.poll() is None:
@@ -274,6 +278,10 @@ def test_concurrent_servers_all_register(node):
     ("unmounted", [], {"ASCEND_SIM_CONTAINER": "c", "ASCEND_VISIBLE_DEVICES": "0", "FAKE_VLLM_MOUNTS": "{}"},
      "not under any mount"),
     (None, ["--port", "x"], {}, "invalid value"),
+    (None, ["-tp", "4", "--data-parallel-size", "4", "--data-parallel-size-local", "3"], {},
+     "(12 = tensor 4 x pipeline 1 x data 3)"),
+    (None, ["--data-parallel-size", "2", "--data-parallel-size-local", "3"], {}, "must be between 1 and"),
+    (None, ["--headless"], {}, "--headless needs --data-parallel-address"),
 ])
 def test_start_failures(node, setup, args, env, message):
     if setup in ("busy", "dcmi-8020"):
@@ -284,6 +292,29 @@ def test_start_failures(node, setup, args, env, message):
     assert proc.returncode == 1, proc.stderr
     assert message in proc.stderr
     assert all(p["name"] != "VLLM::Worker" for p in node.state()["processes"])
+
+
+def test_multi_node_data_parallel_takes_the_local_ranks_and_headless_serves_no_api(node):
+    """The recipe's second A2 node: DP 4 over two nodes, 2 local ranks x TP 4 = all 8 NPUs, no API."""
+    proc, port = node.start("-tp", "4", "--data-parallel-size", "4", "--data-parallel-size-local", "2",
+                            "--data-parallel-address", "10.0.0.11", "--data-parallel-rpc-port", "13389",
+                            "--headless", "--data-parallel-start-rank", "2")
+    deadline = time.monotonic() + 15
+    while node.record_or_none(port) is None or node.record(port)["state"] != "headless":
+        assert proc.poll() is None and time.monotonic() < deadline, proc.stderr.read()
+        time.sleep(0.05)
+    assert sorted(p["npu_id"] for p in node.state()["processes"]) == list(range(8))
+    with pytest.raises(OSError):
+        request(port, "/health", timeout=1)
+    assert node.record(port)["other_options"]["--data-parallel-start-rank"] == "2"
+    assert stop(proc) == 0
+    assert node.state()["processes"] == []
+
+
+def test_ray_backend_takes_what_the_node_has(node):
+    proc, port = node.start("-tp", "8", "-pp", "2", "--distributed-executor-backend", "ray")
+    wait_health(port, proc)
+    assert len(node.state()["processes"]) == 8
 
 
 def test_port_in_use_fails_and_releases(node):

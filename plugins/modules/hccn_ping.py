@@ -1,0 +1,262 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+
+# Copyright (c) kunpeng_ascend.vllm contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: hccn_ping
+short_description: Ping peer NPU NICs from this host's NPU NICs with C(hccn_tool -ping), several at once
+version_added: 0.1.0
+description:
+  - Runs C(hccn_tool -i DEVICE -ping -g address ADDRESS pkt COUNT) for every entry of O(pings), at most O(parallel)
+    at a time, each under a time limit of O(timeout) seconds, and returns one result per entry.
+  - A path that loses packets, or that does not answer within O(timeout), is a result with RV(results[].ok) false
+    and RV(results[].error) saying why, listed again in RV(failed_pings) (not C(failed), which would fail the
+    task); the module itself succeeds. Deciding what a failed path means is left to the caller (the role
+    C(kunpeng_ascend.vllm.npu_network) reports and gates on it).
+  - The module fails, before or after the pings, when its input is wrong rather than the network, naming what to
+    fix; an entry whose address is not IPv4 (C(pings[2].address)), a device id the host does not have (hccn_tool's
+    own "Device ID is out of the valid range" answer, naming the device and the entry) or an O(hccn_tool_path) that
+    is no executable.
+  - It never changes the host.
+author:
+  - kunpeng_ascend.vllm maintainers (@kunpeng-ascend)
+extends_documentation_fragment:
+  - kunpeng_ascend.vllm.attributes
+attributes:
+  check_mode:
+    support: full
+    details:
+      - Pings only read, so check mode runs them and returns the same result.
+  diff_mode:
+    support: none
+  platform:
+    support: full
+    platforms: posix
+options:
+  pings:
+    description:
+      - The pings to run, one per entry.
+    type: list
+    elements: dict
+    required: true
+    suboptions:
+      device:
+        description: This host's NPU device id whose NIC sends (C(hccn_tool -i DEVICE)).
+        type: int
+        required: true
+      address:
+        description: The IPv4 address to ping, normally another NPU NIC's.
+        type: str
+        required: true
+      name:
+        description: A label of the target returned as it is, such as C(node2 dev 3).
+        type: str
+  count:
+    description: Packets per ping (C(pkt COUNT)), from 1 to 100.
+    type: int
+    default: 3
+  timeout:
+    description:
+      - Seconds one ping may take before coreutils C(timeout) stops it (and kills it 5 seconds later), from 1 to 300.
+      - The whole run takes at most about ceil(len(O(pings)) / O(parallel)) * (O(timeout) + 5) seconds.
+    type: int
+    default: 10
+  parallel:
+    description: How many pings run at once, from 1 to 64.
+    type: int
+    default: 8
+  max_loss_percent:
+    description: The packet loss, in percent, up to which a ping is still ok; V(0) makes every lost packet a failure.
+    type: float
+    default: 0
+  hccn_tool_path:
+    description: Path of C(hccn_tool).
+    type: path
+    default: /usr/local/Ascend/driver/tools/hccn_tool
+requirements:
+  - The Ascend NPU driver, which provides C(hccn_tool); root.
+notes:
+  - The results come back in the order of O(pings), whatever order the pings ran in.
+seealso:
+  - module: kunpeng_ascend.vllm.hccn_tool
+"""
+
+EXAMPLES = r"""
+- name: Device 3 of this node pings device 3 of two peers
+  kunpeng_ascend.vllm.hccn_ping:
+    pings:
+      - {device: 3, address: 10.20.0.12, name: node2 dev 3}
+      - {device: 3, address: 10.20.0.20, name: node3 dev 3}
+    count: 3
+    timeout: 10
+  register: npu_ping
+
+- name: Every path answers
+  ansible.builtin.assert:
+    that: npu_ping.failed_pings | length == 0
+    fail_msg: "{{ npu_ping.failed_pings | map(attribute='name') | join(', ') }} do not answer"
+"""
+
+RETURN = r"""
+results:
+  description: One entry per ping, in the order of O(pings).
+  returned: success
+  type: list
+  elements: dict
+  contains:
+    device:
+      description: The sending device id.
+      type: int
+      sample: 3
+    address:
+      description: The address pinged.
+      type: str
+      sample: 10.20.0.12
+    name:
+      description: The entry's O(pings[].name); null when not given.
+      type: str
+      sample: node2 dev 3
+    transmitted:
+      description: Packets sent, from the summary line; null without one.
+      type: int
+      sample: 3
+    received:
+      description: Packets received; null without a summary.
+      type: int
+      sample: 3
+    loss_percent:
+      description: Packet loss in percent; null without a summary.
+      type: float
+      sample: 0.0
+    avg_ms:
+      description: The mean of the reply times, in milliseconds; null without replies.
+      type: float
+      sample: 0.08
+    ok:
+      description: Whether the summary was printed and the loss is at most O(max_loss_percent).
+      type: bool
+      sample: true
+    error:
+      description: Why the ping is not ok (C(100% loss (0 of 3 packets received)), the time limit, hccn_tool's error
+        line); null when ok.
+      type: str
+      sample: null
+failed_pings:
+  description: The entries of RV(results) that are not ok.
+  returned: success
+  type: list
+  elements: dict
+  sample: [{"device": 3, "address": "10.20.0.12", "name": "node2 dev 3", "transmitted": 3, "received": 0,
+            "loss_percent": 100.0, "avg_ms": null, "ok": false, "error": "100% loss (0 of 3 packets received)"}]
+seconds:
+  description: How long the pings took, in seconds.
+  returned: success
+  type: float
+  sample: 0.42
+"""
+
+import ipaddress
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils import _command
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._command import CommandRunner
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._hccn_tool import OUT_OF_RANGE, ping_outcome
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._warnings import WarningCap
+
+BOUNDS = (('count', 1, 100), ('timeout', 1, 300), ('parallel', 1, 64))
+
+
+def check_input(params):
+    """The pings checked: ``[{'device', 'address', 'name'}]``; a ValueError naming the option that is wrong."""
+    for option, low, high in BOUNDS:
+        if not low <= params[option] <= high:
+            raise ValueError('%s: give a whole number from %d to %d, not %d' % (option, low, high, params[option]))
+    if not 0 <= params['max_loss_percent'] <= 100:
+        raise ValueError('max_loss_percent: give a percentage from 0 to 100, not %s' % params['max_loss_percent'])
+    checked = []
+    for index, entry in enumerate(params['pings']):
+        where = 'pings[%d]' % index
+        if entry['device'] < 0:
+            raise ValueError('%s.device: give the NPU device id (a number >= 0, as in hccn_tool -i), not %d'
+                             % (where, entry['device']))
+        try:
+            address = ipaddress.IPv4Address(str(entry['address']).strip())
+        except ValueError:
+            raise ValueError('%s.address: %r is not an IPv4 address' % (where, entry['address']))
+        if address.is_unspecified or address.is_multicast or address.is_loopback or \
+                address == ipaddress.IPv4Address('255.255.255.255'):
+            raise ValueError('%s.address: %s cannot be an NPU NIC address' % (where, address))
+        checked.append({'device': entry['device'], 'address': str(address), 'name': entry.get('name')})
+    return checked
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            pings=dict(type='list', elements='dict', required=True, options=dict(
+                device=dict(type='int', required=True),
+                address=dict(type='str', required=True),
+                name=dict(type='str'),
+            )),
+            count=dict(type='int', default=3),
+            timeout=dict(type='int', default=10),
+            parallel=dict(type='int', default=8),
+            max_loss_percent=dict(type='float', default=0),
+            hccn_tool_path=dict(type='path', default='/usr/local/Ascend/driver/tools/hccn_tool'),
+        ),
+        supports_check_mode=True,
+    )
+    params = module.params
+    try:
+        pings = check_input(params)
+    except ValueError as error:
+        module.fail_json(msg=str(error))
+    tool = params['hccn_tool_path']
+    if not _command.is_executable(tool):
+        module.fail_json(msg='hccn_tool_path: %s is not an executable file: install the NPU driver (role '
+                             'kunpeng_ascend.vllm.npu_driver) or set hccn_tool_path to hccn_tool' % tool)
+    runner = CommandRunner(module, params['timeout'])
+    warnings = WarningCap()
+
+    def ping(entry):
+        argv = [tool, '-i', str(entry['device']), '-ping', '-g', 'address', entry['address'],
+                'pkt', str(params['count'])]
+        return runner.run(argv)
+
+    started = time.monotonic()
+    if pings:
+        with ThreadPoolExecutor(max_workers=min(params['parallel'], len(pings))) as pool:
+            runs = list(pool.map(ping, pings))
+    else:
+        runs = []
+    seconds = round(time.monotonic() - started, 3)
+
+    results = []
+    for index, (entry, result) in enumerate(zip(pings, runs)):
+        outcome = ping_outcome(result, params['max_loss_percent'], warnings)
+        if outcome['kind'] == OUT_OF_RANGE:
+            warnings.emit(module.warn)
+            module.fail_json(
+                msg='pings[%d].device: device %d does not exist on this host (hccn_tool -i %d: %s); list the '
+                    'devices with `npu-smi info -m` (Chip Logic ID)' % (index, entry['device'], entry['device'],
+                                                                        outcome['error']),
+                **_command.failure_data(result))
+        kind = outcome.pop('kind')
+        if kind == 'timeout':
+            outcome['error'] = 'no answer within %d s (timeout)' % params['timeout']
+        results.append(dict(entry, **outcome))
+    warnings.emit(module.warn)
+    module.exit_json(changed=False, results=results, failed_pings=[item for item in results if not item['ok']],
+                     seconds=seconds)
+
+
+if __name__ == '__main__':
+    main()

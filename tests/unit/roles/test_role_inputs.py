@@ -165,9 +165,9 @@ def string_inputs(role):
     return inputs
 
 
-def example_vars(prefix):
-    """The variables of inventories/example/group_vars/ascend_nodes.yml that start with ``prefix``."""
-    with open(os.path.join(REPO, 'inventories', 'example', 'group_vars', 'ascend_nodes.yml'), encoding='utf-8') as example:
+def example_vars(prefix, inventory='example', group='ascend_nodes'):
+    """The variables of inventories/<inventory>/group_vars/<group>.yml that start with ``prefix``."""
+    with open(os.path.join(REPO, 'inventories', inventory, 'group_vars', group + '.yml'), encoding='utf-8') as example:
         return {name: value for name, value in yaml.safe_load(example).items() if name.startswith(prefix)}
 
 
@@ -200,6 +200,11 @@ CASES = {
     # The example inventory users copy passes each role's checks.
     'vllm_service the example inventory': ('vllm_service', example_vars('vllm_service_'), None),
     'container_runtime the example inventory': ('container_runtime', example_vars('container_runtime_'), None),
+    # The two-node DeepSeek example: its serving, cluster and NPU network values.
+    'vllm_service the multi-node example inventory': ('vllm_service', example_vars('vllm_service_', 'multinode-deepseek', 'vllm_clusters'), None),
+    'vllm_cluster the multi-node example inventory': ('vllm_cluster', example_vars('vllm_cluster_', 'multinode-deepseek', 'vllm_clusters'), None),
+    'npu_network the multi-node example inventory': ('npu_network', dict(
+        example_vars('npu_network_', 'multinode-deepseek', 'vllm_clusters'), npu_network_cidr=None), None),
     # vllm_service: the serving inputs that must fail before anything changes, each naming the variable
     'vllm_service good inputs': ('vllm_service', {}, None),
     'vllm_service every optional setting null': ('vllm_service', {

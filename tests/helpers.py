@@ -14,7 +14,8 @@
 * LockHolder and ``held_by``: another process holding ascend_package's host-wide lock, and the message of a wait;
 * FakeHost (the ``fake_host`` fixture): the host such a run sees, with run_command and the system mocked;
 * SimRoot (the ``sim_root`` fixture): a scratch root the simulator's fake Ascend installers really install into;
-* ``build_packages`` and ``simulator_module``: the simulator's fake packages, and its programs as Python modules.
+* ``build_packages`` and ``simulator_module``: the simulator's fake packages, and its programs as Python modules;
+* ``HANG_SECONDS``: how long a test waits for a process or a thread before it calls it a hang.
 
 Test modules import them from ``ansible_collections.kunpeng_ascend.vllm.tests.helpers``: one module object, so
 that the ExitJson a fixture's module run raises is the ExitJson a test expects.
@@ -46,6 +47,11 @@ from ansible.module_utils.testing import patch_module_args
 TESTS = os.path.dirname(os.path.abspath(__file__))
 FIXTURES = os.path.join(TESTS, 'fixtures')
 SIMULATOR = os.path.join(TESTS, 'simulator')
+TOOLS = os.path.join(os.path.dirname(TESTS), 'tools')
+# How long a test waits for something that takes a moment (a process to start or stop, a thread to end) before it
+# calls it a hang: far beyond what the slowest, most loaded machine takes, so that only a hang reaches it. Tests
+# assert on what they waited for, never on how long it took.
+HANG_SECONDS = 120
 
 
 # --------------------------------------------------------------------------------------------------------- files

@@ -262,13 +262,15 @@ def file_key(status):
 
 
 class Hasher:
-    """Hashes files on ``workers`` threads until ``deadline`` (a time.monotonic value, None for none).
+    """Hashes files on ``workers`` threads until ``deadline`` (a ``clock()`` value, None for none; ``clock`` is
+    time.monotonic unless a test gives its own).
 
     ``hash_file`` is what one thread does; ``calls`` counts its calls (the tests read it)."""
 
-    def __init__(self, workers, deadline=None):
+    def __init__(self, workers, deadline=None, clock=time.monotonic):
         self.workers = workers
         self.deadline = deadline
+        self.clock = clock
         self.calls = 0
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -291,7 +293,7 @@ class Hasher:
             view = memoryview(buffer)
             total = 0
             while True:
-                if self._stop.is_set() or (self.deadline is not None and time.monotonic() > self.deadline):
+                if self._stop.is_set() or (self.deadline is not None and self.clock() > self.deadline):
                     self._stop.set()
                     raise HashTimeout(0)
                 count = os.readv(fd, [buffer])
@@ -321,7 +323,7 @@ class Hasher:
         try:
             for path in sorted(sizes, key=lambda item: -sizes[item]):
                 futures[executor.submit(self.hash_file, path)] = path
-            timeout = None if self.deadline is None else max(0.0, self.deadline - time.monotonic())
+            timeout = None if self.deadline is None else max(0.0, self.deadline - self.clock())
             if concurrent.futures.wait(futures, timeout=timeout).not_done:
                 self._stop.set()
         finally:
@@ -440,14 +442,15 @@ def _outcome(files, size, hashed, hashed_bytes, reused, manifest_sha256, started
 
 
 def verify_manifest(path, manifest_path, cache_path, workers, extra_files, timeout, warn, check_mode=False,
-                    hasher=None):
-    """Check the directory ``path`` against the manifest; return the module's result.
+                    hasher=None, now_ns=time.time_ns):
+    """Check the directory ``path`` against the manifest; return the module's result. ``now_ns`` is the wall clock
+    that dates the run in its record (time.time_ns unless a test gives its own).
 
     :raises ManifestError: the manifest cannot be read or parsed, lists no file or a path leading out of the
         directory; a file is missing, unreadable or does not match; or (``extra_files`` fail) a file is not listed.
         Its ``extra`` holds the ``mismatched``, ``missing``, ``unreadable`` and ``extra`` lists.
     """
-    started, started_ns = time.monotonic(), time.time_ns()
+    started, started_ns = time.monotonic(), now_ns()
     root = _real_root(path)
     data, text = read_manifest(manifest_path)
     manifest_sha256 = hashlib.sha256(data).hexdigest()

@@ -265,50 +265,57 @@ def bench_argv(params, work_dir):
     return argv + list(params['extra_args'])
 
 
-def process_table():
-    """``{pid: (ppid, cpu seconds)}`` of every process /proc shows (CPU: user + system, with reaped children)."""
-    table = {}
-    ticks = os.sysconf('SC_CLK_TCK')
-    for name in os.listdir('/proc'):
-        if not name.isdigit():
-            continue
-        try:
-            with open('/proc/%s/stat' % name) as stat:
-                fields = stat.read().rsplit(')', 1)[1].split()
-        except (OSError, IndexError):
-            continue
-        # After the command name: state is field 3, ppid field 4, utime..cstime fields 14-17 of proc(5).
-        table[int(name)] = (int(fields[1]), sum(int(value) for value in fields[11:15]) / ticks)
-    return table
+class ProcessReader:
+    """The load generator's CPU time as ``proc`` (/proc) shows it, for the CPU sampler; main() takes another reader
+    (the tests give it scripted readings). ``pid``: the process whose child runs the load generator (this one);
+    ``ticks``: clock ticks per second of /proc's CPU times."""
 
+    def __init__(self, proc='/proc', pid=None, ticks=None):
+        self.proc = proc
+        self.pid = os.getpid() if pid is None else pid
+        self.ticks = ticks or os.sysconf('SC_CLK_TCK')
 
-def find_child(argv):
-    """The PID of this process's child running ``argv`` (behind the runner's time limit), or None."""
-    for pid, (ppid, _cpu) in process_table().items():
-        if ppid != os.getpid():
-            continue
-        try:
-            with open('/proc/%d/cmdline' % pid, 'rb') as cmdline:
-                running = cmdline.read().decode('utf-8', 'replace').split('\0')[:-1]
-        except OSError:
-            continue
-        if running[-len(argv):] == argv:
-            return pid
-    return None
+    def table(self):
+        """``{pid: (ppid, cpu seconds)}`` of every process /proc shows (CPU: user + system, with reaped children)."""
+        table = {}
+        for name in os.listdir(self.proc):
+            if not name.isdigit():
+                continue
+            try:
+                with open(os.path.join(self.proc, name, 'stat')) as stat:
+                    fields = stat.read().rsplit(')', 1)[1].split()
+            except (OSError, IndexError):
+                continue
+            # After the command name: state is field 3, ppid field 4, utime..cstime fields 14-17 of proc(5).
+            table[int(name)] = (int(fields[1]), sum(int(value) for value in fields[11:15]) / self.ticks)
+        return table
 
-
-def tree_cpu_seconds(root):
-    """CPU seconds of process ``root`` and every process below it; None once it is gone."""
-    table = process_table()
-    if root not in table:
+    def find_child(self, argv):
+        """The PID of ``pid``'s child running ``argv`` (behind the runner's time limit), or None."""
+        for pid, (ppid, _cpu) in self.table().items():
+            if ppid != self.pid:
+                continue
+            try:
+                with open(os.path.join(self.proc, str(pid), 'cmdline'), 'rb') as cmdline:
+                    running = cmdline.read().decode('utf-8', 'replace').split('\0')[:-1]
+            except OSError:
+                continue
+            if running[-len(argv):] == argv:
+                return pid
         return None
-    total = 0.0
-    below = [root]
-    while below:
-        pid = below.pop()
-        total += table[pid][1]
-        below.extend(child for child, (ppid, _cpu) in table.items() if ppid == pid)
-    return total
+
+    def tree_cpu_seconds(self, root):
+        """CPU seconds of process ``root`` and every process below it; None once it is gone."""
+        table = self.table()
+        if root not in table:
+            return None
+        total = 0.0
+        below = [root]
+        while below:
+            pid = below.pop()
+            total += table[pid][1]
+            below.extend(child for child, (ppid, _cpu) in table.items() if ppid == pid)
+        return total
 
 
 def output_tail(result):
@@ -341,7 +348,10 @@ def check_params(module, params):
         module.fail_json(msg='; '.join(problems))
 
 
-def main():
+def main(clock=time.monotonic, sleep=time.sleep, processes=None):
+    """The module; ``clock``, ``sleep`` and ``processes`` (a ProcessReader) time and read the sampling, and are the
+    real ones unless a test scripts them."""
+    processes = processes or ProcessReader()
     module = AnsibleModule(
         argument_spec=dict(
             command=dict(type='list', elements='str', required=True),
@@ -405,11 +415,11 @@ def main():
     cpu_samples = []
     npu_errors = []
     outcome = {}
-    started = time.monotonic()
+    started = clock()
 
     def run_load_generator():
         outcome['result'] = load_runner.run(argv, environ_update=environ_update)
-        outcome['moment'] = time.monotonic() - started
+        outcome['moment'] = clock() - started
 
     # The load generator runs through run_command in a thread of its own, so that this one samples beside it.
     worker = threading.Thread(target=run_load_generator, name='vllm-bench-serve')
@@ -420,8 +430,8 @@ def main():
     def sample_cpu(moment):
         # The thread may not have started the load generator yet at the first samples.
         if not tree.get('root'):
-            tree['root'] = find_child(argv)
-        seconds = tree_cpu_seconds(tree['root']) if tree['root'] else None
+            tree['root'] = processes.find_child(argv)
+        seconds = processes.tree_cpu_seconds(tree['root']) if tree['root'] else None
         if seconds is not None:
             cpu_samples.append({'t': moment, 'cpu_seconds': seconds})
 
@@ -440,7 +450,7 @@ def main():
     samplers = ([sample_cpu] if params['measure_loadgen_cpu'] else []) + ([sample_npus] if npu_smi else [])
     # The runner's time limit stops the load generator; this one only bounds the sampling should that fail.
     sample_until_done(lambda: None if worker.is_alive() else 0, samplers, params['sample_interval'],
-                      started + params['timeout'] + KILL_AFTER_SECONDS + 30, time.monotonic, time.sleep)
+                      started + params['timeout'] + KILL_AFTER_SECONDS + 30, clock, sleep)
     worker.join()
     result = outcome['result']
     ended = outcome['moment']

@@ -254,10 +254,11 @@ UNIT_PROPERTIES = 'ActiveState,SubState,NRestarts,MainPID'
 class Unit:
     """The systemd unit of the service, read through the command runner; reading it never fails the module."""
 
-    def __init__(self, module, name, journal_lines):
+    def __init__(self, module, name, journal_lines, clock=time.monotonic):
         self.module = module
         self.name = name
         self.journal_lines = journal_lines
+        self.clock = clock
         self.runner = CommandRunner(module, COMMAND_TIMEOUT)
         self.last_poll = None
         # Whether the wait ended because the unit was down (its state is then in the message already).
@@ -289,7 +290,7 @@ class Unit:
 
     def on_retry(self, stage, error):
         """Stop waiting (Refused) when the unit is down; read its state at most every UNIT_POLL_SECONDS."""
-        now = time.monotonic()
+        now = self.clock()
         if self.last_poll is not None and now - self.last_poll < UNIT_POLL_SECONDS:
             return
         self.last_poll = now
@@ -299,7 +300,8 @@ class Unit:
             raise Refused('%s, so it will not come up by itself (see unit_journal)' % describe_unit(self.name, state))
 
 
-def main():
+def main(clock=time.monotonic, sleep=time.sleep):
+    """The module; ``clock`` and ``sleep`` time the wait, and are time's unless a test gives a fake clock."""
     module = AnsibleModule(
         argument_spec=dict(
             url=dict(type='str', default='http://127.0.0.1:8000'),
@@ -333,7 +335,7 @@ def main():
         module.fail_json(msg='served_model_name must not be empty')
     if params['unit'] is not None and not params['unit'].strip():
         module.fail_json(msg='unit must not be empty: leave it out, or name the service unit')
-    unit = Unit(module, params['unit'], params['journal_lines']) if params['unit'] else None
+    unit = Unit(module, params['unit'], params['journal_lines'], clock) if params['unit'] else None
     try:
         context = ssl_context(params['validate_certs'], params['ca_path'])
     except OSError as error:
@@ -343,7 +345,7 @@ def main():
             params['url'], params['served_model_name'], api_key=key, timeout=params['timeout'],
             interval=params['interval'], request_timeout=params['request_timeout'], prompt=params['prompt'],
             max_tokens=params['max_tokens'], chat=params['chat'], expect_unauthorized=params['expect_unauthorized'],
-            context=context, on_retry=unit.on_retry if unit else None)
+            context=context, on_retry=unit.on_retry if unit else None, clock=clock, sleep=sleep)
     except ValueError as error:
         module.fail_json(msg=mask(str(error), key))
     try:

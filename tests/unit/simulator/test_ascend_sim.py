@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from ansible_collections.kunpeng_ascend.vllm.tests.helpers import load_fixture
+from ansible_collections.kunpeng_ascend.vllm.tests.helpers import HANG_SECONDS, load_fixture
 
 HERE = Path(__file__).resolve().parent
 SIM = HERE.parents[1] / "simulator" / "ascend-sim"
@@ -382,11 +382,13 @@ def test_fault_dcmi_8020_and_back(sim):
 def test_fault_hang_times_out_and_is_logged(sim):
     sim.driver()
     sim.init()
-    sim.set("fault=hang", "hang_seconds=30")
+    # An hour's hang: both are still hanging when the test kills them, however slowly they started.
+    sim.set("fault=hang", "hang_seconds=3600")
     procs = [sim.popen("npu-smi", "info"), sim.popen("hccn_tool", "-i", "0", "-link", "-g")]
     try:
-        deadline = time.monotonic() + 10
-        while len(sim.calls()) < 2 and time.monotonic() < deadline:
+        deadline = time.monotonic() + HANG_SECONDS
+        while len(sim.calls()) < 2:
+            assert time.monotonic() < deadline, sim.calls()
             time.sleep(0.02)  # the call is logged before the sleep starts
         for proc in procs:
             with pytest.raises(subprocess.TimeoutExpired):

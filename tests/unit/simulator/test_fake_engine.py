@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pytest
 
-from ansible_collections.kunpeng_ascend.vllm.tests.helpers import simulator_module
+from ansible_collections.kunpeng_ascend.vllm.tests.helpers import HANG_SECONDS, simulator_module
 
 SIMULATOR = Path(__file__).resolve().parents[2] / "simulator"
 ENGINE = SIMULATOR / "fake-engine"
@@ -148,7 +148,7 @@ class Node:
     def daemon(self, name="dockerd", **env):
         proc = self.popen(name, **env)
         record = self.root / "run" / "ascend-sim" / (name + ".json")
-        deadline = time.monotonic() + 15
+        deadline = time.monotonic() + HANG_SECONDS
         while time.monotonic() < deadline:
             if record.exists():
                 return proc
@@ -161,7 +161,7 @@ class Node:
         path = self.root / "var" / "log" / "ascend-sim" / "engine.log"
         return [json.loads(line) for line in path.read_text().splitlines()]
 
-    def wait_health(self, port, proc, timeout=20):
+    def wait_health(self, port, proc, timeout=HANG_SECONDS):
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if proc.poll() is not None:
@@ -235,7 +235,7 @@ def test_info_reports_the_configuration_the_daemon_read(node):
     node.write("/etc/docker/daemon.json", "{}")
     assert node.ok("docker", "info", "--format", "{{.DefaultRuntime}}") == "ascend\n"  # not reloaded yet
     daemon.send_signal(signal.SIGHUP)
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + HANG_SECONDS
     while node.ok("docker", "info", "--format", "{{.DefaultRuntime}}") != "runc\n":
         assert time.monotonic() < deadline, "SIGHUP did not reload daemon.json"
         time.sleep(0.1)
@@ -255,7 +255,7 @@ def test_dockerd_tells_systemd_it_is_ready(node):
     address = str(node.tmp / "notify")
     with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as sock:
         sock.bind(address)
-        sock.settimeout(15)
+        sock.settimeout(HANG_SECONDS)
         node.daemon(NOTIFY_SOCKET=address)
         assert sock.recv(100) == b"READY=1"
 
@@ -381,7 +381,7 @@ def test_detached_run_and_rm_force_release_the_npus(docker):
                   "%s:/m" % node.model, IMAGE, "bash", "-c", "exec vllm serve /m --port %d" % port).strip()
     assert len(cid) == 64
     pid = json.loads(node.ok("docker", "inspect", "bg"))[0]["State"]["Pid"]
-    deadline = time.monotonic() + 20
+    deadline = time.monotonic() + HANG_SECONDS
     while not node.processes():
         assert time.monotonic() < deadline
         time.sleep(0.05)
@@ -456,7 +456,7 @@ def test_podman_run_replace_stops_the_old_container(node):
         node.ok("podman", "run", "-d", "--replace", "--name", "p", "--device", "/dev/davinci%d" % device,
                 "-v", "%s:/models/m" % node.model, IMAGE, "vllm", "serve", "/models/m", "--port", port)
         pids.append(json.loads(node.ok("podman", "inspect", "p"))[0]["State"]["Pid"])
-        deadline = time.monotonic() + 20
+        deadline = time.monotonic() + HANG_SECONDS
         while [p["npu_id"] for p in node.processes()] != [device]:
             assert time.monotonic() < deadline, node.processes()
             time.sleep(0.05)

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from ansible_collections.kunpeng_ascend.vllm.tests.helpers import simulator_module
+from ansible_collections.kunpeng_ascend.vllm.tests.helpers import HANG_SECONDS, simulator_module
 
 SIMULATOR = Path(__file__).resolve().parents[2] / "simulator"
 FAKE_VLLM = SIMULATOR / "fake-vllm"
@@ -55,7 +55,7 @@ def request(port, path, key=None, body=None, timeout=5):
         return status, text
 
 
-def wait_health(port, proc, timeout=15):
+def wait_health(port, proc, timeout=HANG_SECONDS):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc.poll() is not None:
@@ -67,6 +67,21 @@ def wait_health(port, proc, timeout=15):
             pass
         time.sleep(0.05)
     raise AssertionError("/health did not answer within %d seconds" % timeout)
+
+
+def wait_closed(port, proc):
+    """Wait until nothing listens on ``port`` any more: the server has closed its socket."""
+    deadline = time.monotonic() + HANG_SECONDS
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=HANG_SECONDS).close()
+        except ConnectionRefusedError:
+            return
+        except ConnectionResetError:
+            pass  # closed while this connection waited to be accepted: the next one is refused
+        assert proc.poll() is None, "the server exited with rc %s" % proc.returncode
+        assert time.monotonic() < deadline, "the server still listens %d s after the signal" % HANG_SECONDS
+        time.sleep(0.05)
 
 
 class Node:
@@ -230,7 +245,9 @@ def test_streaming_chat(node):
 
 def test_npus_are_held_while_serving_and_released_after_stop(node):
     before = node.state()
-    proc, port = node.start("--tensor-parallel-size", "2", FAKE_VLLM_RELEASE_DELAY="1")
+    # The release waits for a gate the test opens, instead of a delay a loaded machine could overrun.
+    gate = node.root / "release-gate"
+    proc, port = node.start("--tensor-parallel-size", "2", FAKE_VLLM_RELEASE_GATE=str(gate))
     wait_health(port, proc)
     held = [p for p in node.state()["processes"] if p["pid"] == proc.pid]
     assert [(p["npu_id"], p["chip_id"]) for p in held] == [(0, 0), (1, 0)]
@@ -239,10 +256,12 @@ def test_npus_are_held_while_serving_and_released_after_stop(node):
     assert "%d" % proc.pid in table and "No running processes found in NPU 0" not in table
     assert "No running processes found in NPU 2" in table
     proc.send_signal(signal.SIGTERM)
-    time.sleep(0.4)
-    assert proc.poll() is None, "released before FAKE_VLLM_RELEASE_DELAY"
+    # Stopped serving, it still holds its NPUs until the release.
+    wait_closed(port, proc)
+    assert proc.poll() is None, "ended before its NPUs were released"
     assert any(p["pid"] == proc.pid for p in node.state()["processes"])
-    assert proc.wait(timeout=20) == 0
+    gate.touch()
+    assert proc.wait(timeout=HANG_SECONDS) == 0
     assert node.state()["processes"] == [] and node.state()["chips"] == before["chips"]
     assert "No running processes found in NPU 0" in node.npu_smi()
 
@@ -299,9 +318,10 @@ def test_multi_node_data_parallel_takes_the_local_ranks_and_headless_serves_no_a
     proc, port = node.start("-tp", "4", "--data-parallel-size", "4", "--data-parallel-size-local", "2",
                             "--data-parallel-address", "10.0.0.11", "--data-parallel-rpc-port", "13389",
                             "--headless", "--data-parallel-start-rank", "2")
-    deadline = time.monotonic() + 15
+    deadline = time.monotonic() + HANG_SECONDS
     while node.record_or_none(port) is None or node.record(port)["state"] != "headless":
-        assert proc.poll() is None and time.monotonic() < deadline, proc.stderr.read()
+        assert proc.poll() is None, proc.stderr.read()
+        assert time.monotonic() < deadline, "not headless after %d s" % HANG_SECONDS
         time.sleep(0.05)
     assert sorted(p["npu_id"] for p in node.state()["processes"]) == list(range(8))
     with pytest.raises(OSError):
@@ -329,11 +349,20 @@ def test_port_in_use_fails_and_releases(node):
 
 
 def test_start_delay(node):
-    proc, port = node.start(FAKE_VLLM_START_DELAY="1.5")
-    time.sleep(0.5)
-    with pytest.raises(OSError):
-        request(port, "/health", timeout=1)
-    assert any(p["pid"] == proc.pid for p in node.state()["processes"])  # NPUs taken before the bind
+    # The start waits for a gate the test opens, instead of a delay a loaded machine could overrun.
+    gate = node.root / "start-gate"
+    proc, port = node.start(FAKE_VLLM_START_GATE=str(gate))
+    deadline = time.monotonic() + HANG_SECONDS
+    while node.record_or_none(port) is None:
+        assert proc.poll() is None, proc.stderr.read()
+        assert time.monotonic() < deadline, "no run record after %d s" % HANG_SECONDS
+        time.sleep(0.05)
+    # Starting: its NPUs taken (the record is written after that), not bound yet.
+    assert node.record(port)["state"] == "starting"
+    assert any(p["pid"] == proc.pid for p in node.state()["processes"])
+    with pytest.raises(ConnectionRefusedError):
+        socket.create_connection(("127.0.0.1", port), timeout=HANG_SECONDS).close()
+    gate.touch()
     wait_health(port, proc)
 
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 import os
 import re
 import subprocess
-import time
 
 import pytest
 
@@ -555,10 +554,18 @@ def test_a_real_deb_cut_in_half_is_refused(tmp_path):
 
 def test_a_second_process_waits_for_the_lock_and_times_out_naming_the_holder(tmp_path):
     path = str(tmp_path / 'package.lock')
+    # A clock that advances only when the wait sleeps: the whole timeout passes, polling, however loaded the machine.
+    now = [0.0]
+    waits = []
+
+    def sleep(seconds):
+        waits.append(seconds)
+        now[0] += seconds
+
     with LockHolder(path) as holder:
-        started = time.monotonic()
-        message = refusal(HostLock(path, 'this run').acquire, 1)
-        assert time.monotonic() - started >= 1
+        message = refusal(HostLock(path, 'this run').acquire, 1, lambda: now[0], sleep)
+        # Tried again every 0.2 s until the second had passed, then gave up.
+        assert (waits, now[0]) == (pytest.approx([0.2] * 5), pytest.approx(1.0))
         assert held_by(path, holder.pid, 'the other run', 1).match(message), message
         holder.release()
     lock = HostLock(path, 'this run')

@@ -214,11 +214,16 @@ def test_a_changed_size_or_inode_is_hashed_again(model):
     assert failure.extra['mismatched'] == ['config.json']
 
 
-def test_a_file_modified_just_before_it_was_hashed_is_hashed_again(model):
-    model.age('config.json', seconds_ago=0)
-    model.verify()
+@pytest.mark.parametrize('after_ns, hashed', [(0, ['config.json']), (_model_manifest.RACY_NS, ['config.json']),
+                                              (_model_manifest.RACY_NS + 1, [])])
+def test_a_file_modified_just_before_it_was_hashed_is_hashed_again(model, after_ns, hashed):
+    # The first run starts after_ns after config.json changed (the others changed an hour before), by a wall clock the
+    # test sets: unless that is more than RACY_NS, its record does not vouch for config.json.
+    model.age('config.json', seconds_ago=60)
+    changed_ns = os.stat(model.full('config.json')).st_mtime_ns
+    model.verify(now_ns=lambda: changed_ns + after_ns)
     hasher = CountingHasher()
-    assert (model.verify(hasher=hasher)['hashed'], hasher.paths) == (1, ['config.json'])
+    assert (model.verify(hasher=hasher)['hashed'], hasher.paths) == (len(hashed), hashed)
 
 
 def test_a_mismatch_fails_naming_the_manifest_and_the_file_and_writes_no_record(model):
@@ -518,18 +523,24 @@ def test_the_timeout_stops_hashing_and_fails_naming_it(model):
 def test_the_timeout_stops_threads_part_way_through_a_file(tmp_path, monkeypatch):
     monkeypatch.setattr(_model_manifest, 'CHUNK_BYTES', 1)
     real_readv = os.readv
+    # Storage where each byte takes 100 s, on a clock that advances only when a byte is read (the deadline is then
+    # minutes of real time away for the thread that waits for the workers: they stop by themselves).
+    now = [0.0]
+    reads = []
 
     def slow_readv(fd, buffers):
-        time.sleep(0.05)
-        return real_readv(fd, buffers)
+        now[0] += 100
+        count = real_readv(fd, buffers)
+        reads.append(count)
+        return count
 
     monkeypatch.setattr(_model_manifest.os, 'readv', slow_readv)
     make_tree(tmp_path, {'big': 'x' * 1000, 'small': 'y'})
-    started = time.monotonic()
     with pytest.raises(_model_manifest.HashTimeout) as raised:
-        Hasher(1, deadline=time.monotonic() + 0.3).hash_all([(str(tmp_path / 'big'), 1000), (str(tmp_path / 'small'), 1)])
-    # Stopped at the deadline (not after the 50 s the big file would take); the small file never started.
-    assert time.monotonic() - started < 5
+        Hasher(1, deadline=350, clock=lambda: now[0]).hash_all([(str(tmp_path / 'big'), 1000),
+                                                                (str(tmp_path / 'small'), 1)])
+    # Stopped at the deadline, four bytes into the big file's thousand; the small file was never read.
+    assert reads == [1] * 4
     assert raised.value.args == (0,)
 
 

@@ -36,10 +36,11 @@ from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._vllm_endpoint
 KEY = 'sk-test-4f1b9c'
 MODEL = 'tiny-llama'
 
-# One scripted answer: status, body (str, or an object sent as JSON), seconds to wait before answering; status None
-# closes the connection without an answer.
+# One scripted answer: status, body (str, or an object sent as JSON), seconds to wait before answering (HOLD: no answer
+# until the server stops, then the connection is closed); status None closes the connection without an answer.
 Answer = collections.namedtuple('Answer', 'status body delay', defaults=('', 0))
 CLOSE = Answer(None)
+HOLD = 'hold'
 
 
 class FakeVllm:
@@ -54,6 +55,7 @@ class FakeVllm:
         self.scripts = {}
         self.requests = []
         self.lock = threading.Lock()
+        self.stopping = threading.Event()
         self.server = ThreadingHTTPServer(('127.0.0.1', 0), self._handler())
         self.server.daemon_threads = True
         self.port = self.server.server_address[1]
@@ -62,6 +64,7 @@ class FakeVllm:
         self.thread.start()
 
     def stop(self):
+        self.stopping.set()
         self.server.shutdown()
         self.server.server_close()
 
@@ -109,9 +112,11 @@ class FakeVllm:
                 with fake.lock:
                     fake.requests.append((self.command, self.path, headers, json.loads(raw) if raw else None))
                 answer = fake.answer(self.path, headers)
-                if answer.delay:
+                if answer.delay == HOLD:
+                    fake.stopping.wait()
+                elif answer.delay:
                     time.sleep(answer.delay)
-                if answer.status is None:
+                if answer.status is None or answer.delay == HOLD:
                     self.close_connection = True
                     return
                 body = answer.body if isinstance(answer.body, str) else json.dumps(answer.body)
@@ -228,11 +233,16 @@ def test_503_then_200_is_retried_every_interval(vllm, clock):
     assert result['stages']['health'] == 6.0 and result['seconds'] == 6.0
 
 
-def test_a_slow_health_answer_within_request_timeout_passes(vllm):
+def test_a_slow_health_answer_within_request_timeout_passes(vllm, clock, monkeypatch):
+    seen = []
+    real = _vllm_endpoint.request
+    monkeypatch.setattr(_vllm_endpoint, 'request', lambda *args: seen.append(args[4]) or real(*args))
+    # The answer takes 0.3 s of real time; its request may take a minute, far more than a loaded machine needs.
     vllm.script('/health', Answer(200, '', 0.3))
-    result = EndpointCheck(vllm.url, MODEL, api_key=KEY, timeout=10, request_timeout=5).run()
-    assert 0.3 <= result['stages']['health'] < 5
-    assert vllm.paths().count('/health') == 1
+    result = make_check(vllm, clock, timeout=600, request_timeout=60).run()
+    # Waited for, not tried again.
+    assert vllm.paths().count('/health') == 1 and seen[0] == 60
+    assert (result['stages']['health'], clock.sleeps) == (0.0, [])
 
 
 def test_the_deadline_is_shared_by_the_stages(vllm, clock):
@@ -259,7 +269,8 @@ def test_connection_refused_until_the_deadline(clock):
 
 
 def test_a_health_answer_slower_than_request_timeout_is_a_timeout(vllm, clock):
-    vllm.script('/health', Answer(200, '', 1.5))
+    # No answer comes while the check runs, however long its 0.2 s take on a loaded machine.
+    vllm.script('/health', Answer(200, '', HOLD))
     failure = failure_of(make_check(vllm, clock, timeout=1, interval=1, request_timeout=0.2))
     assert failure.msg == ('waited 1 s for the health check to answer 200 at %s/health: GET %s/health: '
                            'no answer within 0.2 s (request_timeout)' % (vllm.url, vllm.url))

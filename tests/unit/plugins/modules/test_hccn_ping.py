@@ -19,6 +19,7 @@ import pytest
 
 from ansible_collections.kunpeng_ascend.vllm.plugins.modules import hccn_ping
 from ansible_collections.kunpeng_ascend.vllm.tests.helpers import (
+    HANG_SECONDS,
     SIMULATOR,
     FailJson,
     capture_results,
@@ -84,28 +85,36 @@ def test_a_loss_up_to_max_loss_percent_is_ok(host):
 
 
 def test_pings_run_at_once_up_to_parallel_and_come_back_in_order(host):
+    # Each ping waits at a barrier of 4 (parallel) before it answers, so they get through only when 4 run at once (and
+    # the peak says never more); within each 4 the later ping answers first, so they end out of order. No sleeps.
+    barrier = threading.Barrier(4, timeout=HANG_SECONDS)
+    lock = threading.Lock()
     running = []
     peak = []
-    lock = threading.Lock()
+    answered = []
+    done = dict((n, threading.Event()) for n in range(1, 13))
 
-    def slow(device, address):
+    def slow(n, device, address):
         def answer():
             with lock:
                 running.append(address)
                 peak.append(len(running))
-            time.sleep(0.2)
+            barrier.wait()
+            if n % 4:
+                assert done[n + 1].wait(HANG_SECONDS)
             with lock:
                 running.remove(address)
+                answered.append(n)
+            done[n].set()
             return 0, REAL_PING.replace('10.20.11.16', address).replace('device 3', 'device %d' % device), ''
         return answer
 
     pings = [{'device': n % 8, 'address': '10.20.1.%d' % n} for n in range(1, 13)]
-    for entry in pings:
-        host.answers[ping_argv(entry['device'], entry['address'])] = slow(entry['device'], entry['address'])
-    started = time.monotonic()
+    for n, entry in enumerate(pings, start=1):
+        host.answers[ping_argv(entry['device'], entry['address'])] = slow(n, entry['device'], entry['address'])
     result = run_main(hccn_ping.main, dict(pings=pings, parallel=4))
-    elapsed = time.monotonic() - started
-    assert max(peak) == 4 and elapsed < 12 * 0.2
+    assert max(peak) == 4
+    assert answered == [4, 3, 2, 1, 8, 7, 6, 5, 12, 11, 10, 9]
     assert [r['address'] for r in result['results']] == [entry['address'] for entry in pings]
     assert all(r['ok'] for r in result['results'])
 

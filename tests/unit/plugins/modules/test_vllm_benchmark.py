@@ -5,21 +5,30 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 
 """vllm_benchmark with real processes: a stand-in for `vllm bench serve` that writes the real result file of vLLM
-0.32.0 and the simulator's npu-smi, whose utilisation follows a script the stand-in starts when its benchmark starts.
+0.32.0, and the simulator's npu-smi. The sampling is timed by a clock of the test's (time passes only when the
+sampling loop sleeps, and the benchmark ends when that clock says so), the NPUs follow a script on that clock and the
+load generator's CPU readings are scripted, so that every sample, mean and warning is exact whatever the machine's
+load; ProcessReader is tested on its own, against a scratch /proc and this machine's.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import os
+import subprocess
 import sys
 import textwrap
+import threading
 
 import pytest
 
 from ansible_collections.kunpeng_ascend.vllm.plugins.modules import vllm_benchmark
+from ansible_collections.kunpeng_ascend.vllm.plugins.modules.vllm_benchmark import ProcessReader
 from ansible_collections.kunpeng_ascend.vllm.tests.helpers import (
+    HANG_SECONDS,
     SIMULATOR,
+    ExitJson,
     FailJson,
     capture_results,
     load_fixture,
@@ -31,8 +40,8 @@ ASCEND_SIM = simulator_module('ascend_sim', 'ascend-sim')
 
 RESULT = load_fixture('vllm-bench-serve-result_0.32.0_cpu_tiny-llama.txt')
 
-# The stand-in: checks its arguments, "starts up" for STARTUP seconds, then starts the simulator's usage script and
-# runs the "benchmark" for DURATION seconds (busy when BUSY), and saves the real result with that duration.
+# The stand-in: checks its arguments, then waits until the file GATE exists (the test creates it when its clock says
+# the benchmark is over) or, without GATE, DURATION seconds, and saves the real result with DURATION as its duration.
 FAKE_BENCH = textwrap.dedent('''\
     #!{python}
     import json, os, sys, time
@@ -43,25 +52,16 @@ FAKE_BENCH = textwrap.dedent('''\
         sys.stderr.write('boom: cannot reach the server\\n')
         sys.exit(int(os.environ['FAKE_BENCH_RC']))
     assert args[:2] == ['bench', 'serve'], args
-    time.sleep(float(os.environ.get('STARTUP', '0.3')))
     duration = float(os.environ.get('DURATION', '0'))
-    script = os.environ.get('USAGE_SCRIPT')
-    start = time.time()
-    if script:
-        state_path = os.environ['ASCEND_SIM_STATE']
-        with open(state_path) as handle:
-            state = json.load(handle)
-        state['usage_script'] = dict(json.loads(script), start=start)
-        with open(state_path + '.new', 'w') as handle:
-            json.dump(state, handle)
-        os.rename(state_path + '.new', state_path)
-    while time.time() - start < duration:
-        if not os.environ.get('BUSY'):
+    if os.environ.get('GATE'):
+        while not os.path.exists(os.environ['GATE']):
             time.sleep(0.01)
+    else:
+        time.sleep(duration)
     if os.environ.get('NO_RESULT'):
         sys.exit(0)
     result = json.loads(os.environ['RESULT'])
-    result['duration'] = time.time() - start
+    result['duration'] = duration
     directory = args[args.index('--result-dir') + 1]
     with open(os.path.join(directory, args[args.index('--result-filename') + 1]), 'w') as handle:
         json.dump(result, handle)
@@ -88,47 +88,122 @@ def bench(tmp_path, monkeypatch):
                         ('ASCEND_SIM_ROOT', tmp_path / 'root'), ('FAKE_BENCH_LOG', tmp_path / 'bench.json'),
                         ('RESULT', RESULT)):
         monkeypatch.setenv(name, str(value))
-    for name in ('STARTUP', 'DURATION', 'USAGE_SCRIPT', 'BUSY', 'NO_RESULT', 'FAKE_BENCH_RC', 'OPENAI_API_KEY'):
+    for name in ('DURATION', 'GATE', 'NO_RESULT', 'FAKE_BENCH_RC', 'OPENAI_API_KEY'):
         monkeypatch.delenv(name, raising=False)
     work = tmp_path / 'work'
     work.mkdir()
+    # The time limit only stops a hung stand-in.
     args = dict(command=[str(fake)], base_url='http://127.0.0.1:8000', model='tiny-llama', tokenizer='/srv/models/tiny',
                 api_key='secret-key-1', max_concurrency=4, num_prompts=40, input_len=32, output_len=16,
-                work_dir=str(work), npu_smi_path=str(npu_smi), sample_interval=0.1, timeout=60)
+                work_dir=str(work), npu_smi_path=str(npu_smi), sample_interval=0.1, timeout=HANG_SECONDS)
     return tmp_path, args
 
 
-# AI core utilisation per step of the script, and when each starts (seconds into the benchmark).
+# The benchmark of the scripted runs: the load generator starts up until START, then runs the benchmark until END
+# (seconds on the test's clock), sampled every INTERVAL (binary fractions, so that every moment is exact).
+START = 1.0
+END = 4.0
+INTERVAL = 0.5
+
+
+class Timeline:
+    """The module's clock and sleep: time passes only when the sampling loop sleeps, so the samples fall at exact
+    multiples of the interval; ``on_tick(now)`` runs after each sleep. At ``end`` the stand-in's gate opens and the
+    clock stands still until the module's thread has seen the stand-in exit, so the run ends at ``end`` exactly."""
+
+    def __init__(self, gate, end=END, on_tick=None):
+        self.now = 0.0
+        self.gate = gate
+        self.end = end
+        self.on_tick = on_tick
+
+    def __call__(self):
+        return self.now
+
+    def sleep(self, seconds):
+        self.now += seconds
+        if self.on_tick:
+            self.on_tick(self.now)
+        if self.now >= self.end and not self.gate.exists():
+            self.gate.touch()
+            for thread in threading.enumerate():
+                if thread.name == 'vllm-bench-serve':
+                    thread.join(HANG_SECONDS)
+                    assert not thread.is_alive(), 'the stand-in did not end after its gate opened'
+
+
+class ScriptedCpu:
+    """The CPU sampler's readings of a load generator that uses a whole core to start up, until START, then
+    ``share`` of one during the benchmark, by the timeline's clock; it is gone once its gate opened."""
+
+    PID = 4242
+
+    def __init__(self, timeline, share):
+        self.timeline = timeline
+        self.share = share
+        self.argv = None
+
+    def find_child(self, argv):
+        self.argv = argv
+        return self.PID
+
+    def tree_cpu_seconds(self, root):
+        assert root == self.PID
+        if self.timeline.gate.exists():
+            return None
+        now = self.timeline.now
+        return min(now, START) + self.share * max(0.0, now - START)
+
+
+@pytest.fixture
+def scripted(bench, monkeypatch):
+    """run(args, share=..., on_tick=...): the module run on a Timeline against the gated stand-in, the load
+    generator's CPU scripted at ``share`` of a core; its result, with the ScriptedCpu as ``cpu``."""
+    tmp_path, _args = bench
+    gate = tmp_path / 'gate'
+    monkeypatch.setenv('GATE', str(gate))
+    monkeypatch.setenv('DURATION', str(END - START))
+
+    def run(args, share=0.05, on_tick=None, outcome=ExitJson):
+        timeline = Timeline(gate, on_tick=on_tick)
+        cpu = ScriptedCpu(timeline, share)
+        main = functools.partial(vllm_benchmark.main, clock=timeline, sleep=timeline.sleep, processes=cpu)
+        result = run_main(main, dict(args, sample_interval=INTERVAL), outcome)
+        return dict(result, cpu=cpu)
+    return run
+
+
+# AI core utilisation and HBM per step of the script, and when each starts (seconds into the benchmark).
 SCRIPT = [{'at': 0, 'aicore_percent': 20, 'hbm_used': 4000}, {'at': 1.0, 'aicore_percent': 80, 'hbm_used': 9000},
           {'at': 2.0, 'aicore_percent': 50, 'hbm_used': 6000}]
-DURATION = 3.0
 
 
-def test_sampled_mean_and_peak_follow_the_scripted_curve_within_the_sampling_resolution(bench, monkeypatch):
+def test_sampled_mean_and_peak_are_those_of_the_scripted_curve_in_the_window(bench, scripted):
     tmp_path, args = bench
-    monkeypatch.setenv('DURATION', str(DURATION))
-    monkeypatch.setenv('USAGE_SCRIPT', json.dumps({'steps': SCRIPT, 'npu_ids': [0, 1]}))
-    run = run_main(vllm_benchmark.main, dict(args, npu_ids=[0, 1]))['benchmark']
+    state_path = tmp_path / 'state.json'
+    idle_hbm = ASCEND_SIM.default_state('910b-8')['chips'][0]['hbm_used']
+
+    def drive_npus(now):
+        # The simulator's own usage script, applied at the test's clock instead of the wall clock.
+        state = json.loads(state_path.read_text())
+        state['usage_script'] = {'start': START, 'npu_ids': [0, 1], 'steps': SCRIPT}
+        ASCEND_SIM.apply_usage_script(state, now)
+        del state['usage_script']
+        state_path.write_text(json.dumps(state))
+
+    run = scripted(dict(args, npu_ids=[0, 1]), on_tick=drive_npus)['benchmark']
     assert run['warnings'] == []
-    metrics = run['metrics']
-    start, end = run['window']
-    assert end - start == pytest.approx(DURATION, abs=0.05)
-    inside = [sample for sample in run['npu_samples'] if start <= sample['t'] <= end]
+    assert run['window'] == [START, END] and run['metrics']['duration_s'] == END - START
     assert {sample['npu_id'] for sample in run['npu_samples']} == {0, 1}
-    moments = sorted({sample['t'] for sample in inside})
-    # The resolution: the widest gap between readings (npu-smi takes time, so it exceeds the interval) and the
-    # first and last readings' distance from the window's edges.
-    gap = max([later - earlier for earlier, later in zip(moments, moments[1:])] + [moments[0] - start, end - moments[-1]])
-    assert gap < 1.0, moments
-    expected_mean = sum(step['aicore_percent'] for step in SCRIPT) / len(SCRIPT)
-    # Each of the two steps' edges can move at most one gap's worth of readings to the neighbouring level.
-    bound = (abs(80 - 20) + abs(50 - 80)) * gap / DURATION
-    assert abs(metrics['npu_aicore_percent_mean'] - expected_mean) <= bound, (metrics, gap, bound)
-    assert metrics['npu_aicore_percent_peak'] == 80.0
-    assert metrics['npu_hbm_used_mb_peak'] == 9000.0
-    # The NPUs outside npu_ids were not sampled; before the script started, npu-smi showed the idle state.
-    before = [sample for sample in run['npu_samples'] if sample['t'] < start - 0.15]
-    assert before and all(sample['aicore_percent'] == 0 for sample in before)
+    # Every interval, and once more when the load generator ended; before the benchmark, the idle chips.
+    assert [(sample['t'], sample['aicore_percent'], sample['hbm_used_mb']) for sample in run['npu_samples']
+            if sample['npu_id'] == 0] == [
+        (0.0, 0, idle_hbm), (0.5, 0, idle_hbm), (1.0, 20, 4000), (1.5, 20, 4000), (2.0, 80, 9000), (2.5, 80, 9000),
+        (3.0, 50, 6000), (3.5, 50, 6000), (4.0, 50, 6000), (4.0, 50, 6000)]
+    metrics = run['metrics']
+    # The window's eight readings: two at 20, two at 80, four at 50 (the start-up's idle readings left out).
+    assert (metrics['npu_aicore_percent_mean'], metrics['npu_aicore_percent_peak']) == (50.0, 80.0)
+    assert (metrics['npu_hbm_used_mb_mean'], metrics['npu_hbm_used_mb_peak']) == (6250.0, 9000.0)
     assert run['status'] == 'PASS'
 
 
@@ -166,20 +241,40 @@ def test_without_a_key_none_reaches_the_load_generator_from_the_controller(bench
     assert not json.loads((tmp_path / 'bench.json').read_text())['key']
 
 
-def test_a_busy_load_generator_is_measured_and_warned_about(bench, monkeypatch):
-    tmp_path, args = bench
-    monkeypatch.setenv('DURATION', '1.5')
-    monkeypatch.setenv('BUSY', '1')
-    run = run_main(vllm_benchmark.main, dict(args, sample_npus='never'))['benchmark']
-    assert run['metrics']['loadgen_cpu_percent'] > 85, run['loadgen_samples']
-    assert any('load generator used' in warning for warning in run['warnings'])
+# The CPU the scripted load generator used, as a share of a core between consecutive readings: a whole core for its
+# start-up, then its share; no reading at END, where it is gone.
+def loadgen_series(percent):
+    return [{'t': 0.5, 'cpu_percent': 100.0}, {'t': 1.0, 'cpu_percent': 100.0}] + [
+        {'t': moment, 'cpu_percent': percent} for moment in (1.5, 2.0, 2.5, 3.0, 3.5)]
 
 
-def test_an_idle_load_generator_is_measured_low(bench, monkeypatch):
+@pytest.mark.parametrize('share, percent', [(0.95, 95.0), (0.9, 90.0)])
+def test_a_busy_load_generator_is_measured_and_warned_about(bench, scripted, share, percent):
     tmp_path, args = bench
-    monkeypatch.setenv('DURATION', '1.5')
-    run = run_main(vllm_benchmark.main, dict(args, sample_npus='never'))['benchmark']
-    assert run['metrics']['loadgen_cpu_percent'] < 50, run['loadgen_samples']
+    result = scripted(dict(args, sample_npus='never'), share=share)
+    run = result['benchmark']
+    # Its share over the benchmark's window (START to its last reading), the start-up's whole core left out.
+    assert run['metrics']['loadgen_cpu_percent'] == percent
+    assert run['loadgen_samples'] == loadgen_series(percent)
+    assert run['warnings'] == [
+        'the load generator used %d %% of a CPU core during the run: it may be the bottleneck, not the server; run '
+        'it on a less busy host or lower the concurrency' % percent]
+    # The sampler looked for the module's own child running the load generator's command line.
+    assert result['cpu'].argv == run['argv']
+
+
+def test_an_idle_load_generator_is_measured_low(bench, scripted):
+    tmp_path, args = bench
+    run = scripted(dict(args, sample_npus='never'), share=0.05)['benchmark']
+    assert run['metrics']['loadgen_cpu_percent'] == 5.0
+    assert run['loadgen_samples'] == loadgen_series(5.0)
+    assert run['warnings'] == []
+
+
+def test_just_below_the_busy_share_is_no_warning(bench, scripted):
+    tmp_path, args = bench
+    run = scripted(dict(args, sample_npus='never'), share=0.896)['benchmark']
+    assert run['metrics']['loadgen_cpu_percent'] == 89.6
     assert run['warnings'] == []
 
 
@@ -242,13 +337,14 @@ def test_bad_arguments_fail_before_anything_runs(bench, monkeypatch, changes, me
     assert not (tmp_path / 'bench.json').exists()
 
 
-def test_the_load_generators_cpu_is_not_measured_when_asked_not_to(bench, monkeypatch):
+def test_the_load_generators_cpu_is_not_measured_when_asked_not_to(bench, scripted):
     tmp_path, args = bench
-    monkeypatch.setenv('DURATION', '1.0')
-    monkeypatch.setenv('BUSY', '1')
-    run = run_main(vllm_benchmark.main, dict(args, sample_npus='never', measure_loadgen_cpu=False))['benchmark']
+    result = scripted(dict(args, sample_npus='never', measure_loadgen_cpu=False), share=1.0)
+    run = result['benchmark']
     assert run['metrics']['loadgen_cpu_percent'] is None and run['loadgen_samples'] == []
     assert run['warnings'] == []
+    # A load generator using a whole core was never looked for.
+    assert result['cpu'].argv is None
 
 
 def test_a_run_whose_every_request_failed_fails_saying_what_to_check(bench, monkeypatch):
@@ -271,3 +367,53 @@ def test_a_run_with_some_failed_requests_is_fail_with_a_warning(bench, monkeypat
     run = run_main(vllm_benchmark.main, dict(args, sample_npus='never'))['benchmark']
     assert run['status'] == 'FAIL'
     assert '10 of 40 requests failed: the run is FAIL; see the server\'s log' in run['warnings']
+
+
+# --- ProcessReader: what the CPU sampler reads ------------------------------------------------------------------------
+
+def proc_stat(pid, name, ppid, utime, stime, cutime, cstime):
+    """A /proc/PID/stat line of proc(5): utime..cstime are its fields 14 to 17, in clock ticks."""
+    return '%d (%s) S %d %d %d 0 -1 4194304 10 0 0 0 %d %d %d %d 20 0 1 0 100 0 0\n' % (
+        pid, name, ppid, pid, pid, utime, stime, cutime, cstime)
+
+
+def test_the_process_reader_sums_the_cpu_of_the_childs_tree_from_proc(tmp_path):
+    # This process (4000) runs the load generator behind timeout (4100), whose Python (4101, a name with a
+    # parenthesis and a space) has a worker (4102); another child (4200) runs something else; 1 is unrelated.
+    stats = {1: proc_stat(1, 'systemd', 0, 500, 500, 0, 0), 4000: proc_stat(4000, 'python3', 1, 7, 3, 0, 0),
+             4100: proc_stat(4100, 'timeout', 4000, 1, 1, 0, 0),
+             4101: proc_stat(4101, 'vllm) (x', 4100, 230, 20, 40, 10),
+             4102: proc_stat(4102, 'worker', 4101, 50, 0, 0, 0), 4200: proc_stat(4200, 'sleep', 4000, 9, 9, 9, 9)}
+    argv = ['/opt/vllm/bin/vllm', 'bench', 'serve', '--seed', '0']
+    cmdlines = {4100: ['/usr/bin/timeout', '--kill-after=5', '60'] + argv, 4101: argv, 4200: ['sleep', '600']}
+    for pid, text in stats.items():
+        (tmp_path / str(pid)).mkdir()
+        (tmp_path / str(pid) / 'stat').write_text(text)
+        (tmp_path / str(pid) / 'cmdline').write_bytes(b''.join(arg.encode() + b'\0' for arg in cmdlines.get(pid, [])))
+    # What /proc also holds: a process that ended between the listing and the read, one whose stat was cut short,
+    # a non-process entry.
+    (tmp_path / '4300').mkdir()
+    (tmp_path / '4400').mkdir()
+    (tmp_path / '4400' / 'stat').write_text('4400 (cut')
+    (tmp_path / 'self').mkdir()
+    reader = ProcessReader(str(tmp_path), pid=4000, ticks=100)
+    assert reader.table() == {1: (0, 10.0), 4000: (1, 0.1), 4100: (4000, 0.02), 4101: (4100, 3.0), 4102: (4101, 0.5),
+                              4200: (4000, 0.36)}
+    assert reader.find_child(argv) == 4100
+    assert reader.find_child(['/opt/vllm/bin/vllm', 'bench', 'throughput']) is None
+    assert reader.tree_cpu_seconds(4100) == pytest.approx(3.52)
+    assert reader.tree_cpu_seconds(4300) is None
+    assert ProcessReader(str(tmp_path), pid=1, ticks=100).find_child(argv) is None
+
+
+def test_the_process_reader_finds_a_real_child_until_it_is_gone():
+    child = subprocess.Popen(['sleep', '600'])  # pylint: disable=consider-using-with
+    try:
+        # Popen returns once the child has run exec, so /proc shows its command line.
+        reader = ProcessReader()
+        assert reader.find_child(['sleep', '600']) == child.pid
+        assert reader.tree_cpu_seconds(child.pid) >= 0.0
+    finally:
+        child.kill()
+        child.wait()
+    assert reader.find_child(['sleep', '600']) is None and reader.tree_cpu_seconds(child.pid) is None

@@ -5,13 +5,14 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 
 """vllm_endpoint_check's main() against the fake vLLM server of test_vllm_endpoint (real HTTP on 127.0.0.1) and the
-fake host (systemctl and journalctl mocked): the result, check mode, the unit's state and journal in a failure, the
-early end when the unit is down, the option checks, and the API key absent from every result."""
+fake host (systemctl and journalctl mocked), on a fake clock (time passes only when the check sleeps, so every wait
+and every duration is exact): the result, check mode, the unit's state and journal in a failure, the early end when
+the unit is down, the option checks, and the API key absent from every result."""
 
 from __future__ import annotations
 
+import functools
 import json
-import time
 
 import pytest
 
@@ -21,6 +22,7 @@ from ansible_collections.kunpeng_ascend.vllm.tests.unit.plugins.module_utils.tes
     KEY,
     MODEL,
     Answer,
+    FakeClock,
     FakeVllm,
     closed_port,
 )
@@ -50,15 +52,18 @@ def host(fake_host):
     return fake_host
 
 
-def run_module(args, outcome=ExitJson):
-    result = run_main(vllm_endpoint_check.main, args, outcome)
+def run_module(args, outcome=ExitJson, clock=None):
+    clock = clock or FakeClock()
+    result = run_main(functools.partial(vllm_endpoint_check.main, clock=clock, sleep=clock.sleep), args, outcome)
     # The key never comes back, whatever quoted it.
     assert KEY not in json.dumps(result)
     return result
 
 
 def args_for(vllm, **more):
-    return dict({'url': vllm.url, 'api_key': KEY, 'served_model_name': MODEL, 'timeout': 1, 'interval': 0.1}, **more)
+    # A wait of a minute on the fake clock, tried at 0, 20 and 40 s: each request has 20 s or more of real time to get
+    # its answer, far more than a loaded machine needs.
+    return dict({'url': vllm.url, 'api_key': KEY, 'served_model_name': MODEL, 'timeout': 60, 'interval': 20}, **more)
 
 
 def test_a_serving_endpoint_passes_and_nothing_changes(vllm, host):
@@ -67,7 +72,7 @@ def test_a_serving_endpoint_passes_and_nothing_changes(vllm, host):
     assert (result['url'], result['models'], result['completion'], result['chat_completion'],
             result['unauthorized_status']) == (vllm.url, [MODEL], ' world, and welcome', 'Hi there', 401)
     assert list(result['stages']) == ['health', 'models', 'completion', 'chat', 'unauthorized']
-    assert 0 <= result['seconds'] < 60
+    assert result['seconds'] == 0.0
     # The unit is read only when something fails.
     assert host.commands() == []
 
@@ -101,7 +106,7 @@ def test_a_failure_reports_the_unit_state_and_journal_with_the_key_masked(vllm, 
     vllm.served = 'other'
     result = run_module(args_for(vllm, unit='vllm'), FailJson)
     assert result['msg'] == (
-        "waited 1 s for the model list to include 'tiny-llama' at %s/v1/models: GET %s/v1/models lists the models "
+        "waited 60 s for the model list to include 'tiny-llama' at %s/v1/models: GET %s/v1/models lists the models "
         "['other'], not 'tiny-llama' (served_model_name) (unit vllm: activating (auto-restart), 2 restarts, main "
         "PID 0)" % (vllm.url, vllm.url))
     assert (result['stage'], result['status'], list(result['stages'])) == ('models', 200, ['health'])
@@ -118,20 +123,23 @@ def test_a_failure_reports_the_unit_state_and_journal_with_the_key_masked(vllm, 
 def test_a_refused_key_quoted_back_by_the_server_is_masked(vllm, host):
     # The fake server quotes the Authorization header in its 401, so the key is in the answer.
     vllm.key = KEY + '-other'
-    result = run_module(args_for(vllm, timeout=30), FailJson)
+    clock = FakeClock()
+    result = run_module(args_for(vllm, timeout=30), FailJson, clock)
     assert result['msg'].startswith('the API key was refused: GET %s/v1/models answered 401 Unauthorized: '
                                     '\'{"error": "Unauthorized", "got": "Bearer ********"}\'' % vllm.url)
-    assert result['seconds'] < 5
+    # Refused at once: no wait.
+    assert (result['seconds'], clock.sleeps) == (0.0, [])
     assert (result['unit_state'], result['unit_journal']) == (None, None)
 
 
 def test_the_wait_ends_early_when_the_unit_is_failed(host):
     host.answers[SHOW] = (0, 'ActiveState=failed\nSubState=failed\nNRestarts=5\nMainPID=0\n', '')
     url = 'http://127.0.0.1:%d' % closed_port()
-    started = time.monotonic()
+    clock = FakeClock()
     result = run_module({'url': url, 'api_key': KEY, 'served_model_name': MODEL, 'timeout': 30, 'interval': 0.1,
-                         'unit': 'vllm'}, FailJson)
-    assert time.monotonic() - started < 10
+                         'unit': 'vllm'}, FailJson, clock)
+    # The unit read after the first try ended the wait: not one pause of the 30 s.
+    assert (result['seconds'], clock.sleeps) == (0.0, [])
     assert result['msg'].startswith('waited 0 s for the health check to answer 200 at %s/health: GET %s/health: '
                                     'connection refused' % (url, url))
     assert result['msg'].endswith('; unit vllm: failed (failed), 5 restarts, main PID 0, so it will not come up by '
@@ -141,11 +149,13 @@ def test_the_wait_ends_early_when_the_unit_is_failed(host):
 
 def test_the_unit_is_read_at_most_every_10_seconds_while_waiting(host):
     url = 'http://127.0.0.1:%d' % closed_port()
-    result = run_module({'url': url, 'api_key': KEY, 'served_model_name': MODEL, 'timeout': 1, 'interval': 0.1,
-                         'unit': 'vllm'}, FailJson)
+    clock = FakeClock()
+    result = run_module({'url': url, 'api_key': KEY, 'served_model_name': MODEL, 'timeout': 25, 'interval': 1,
+                         'unit': 'vllm'}, FailJson, clock)
+    assert clock.sleeps == [1] * 25
     shows = [argv for argv in host.commands() if SYSTEMCTL in argv]
-    # Once after the first try, once for the failure.
-    assert len(shows) == 2
+    # Of the 25 tries (at 0 to 24 s), those at 0, 10 and 20 s read the unit; then the failure does.
+    assert len(shows) == 4
     assert result['msg'].endswith('(unit vllm: activating (auto-restart), 2 restarts, main PID 0)')
 
 
@@ -154,7 +164,7 @@ def test_unit_tools_missing_or_failing_never_fail_the_module_themselves(vllm, ho
     host.answers[JOURNAL] = (1, '', 'Failed to add filter for units: No data available\n')
     vllm.script('/health', Answer(503, 'loading'))
     result = run_module(args_for(vllm, unit='vllm'), FailJson)
-    assert result['msg'] == ("waited 1 s for the health check to answer 200 at %s/health: GET %s/health answered "
+    assert result['msg'] == ("waited 60 s for the health check to answer 200 at %s/health: GET %s/health answered "
                              "503 Service Unavailable: 'loading'" % (vllm.url, vllm.url))
     assert result['unit_state'] == 'systemctl was not found in PATH'
     assert result['unit_journal'] == ['%s -u vllm --no-pager -n 30 failed (rc 1): Failed to add filter for units: '

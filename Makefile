@@ -21,14 +21,14 @@ export KAV_TINY_MODEL := $(KAV_CACHE)/models/tiny-llama
 # Ray's wheelhouse (tools/build-ray-wheelhouse.sh), for the real Ray cluster of scenario multinode.
 export KAV_RAY_WHEELHOUSE := $(KAV_CACHE)/wheelhouse/ray-2.56.1
 
-.PHONY: help demo demo-clean test test-fast host venv images vllm-assets serving-image link lint sanity units build ee molecule bench bench-serving bench-fleet role-docs clean
+.PHONY: help demo demo-clean test test-fast host venv images python-images vllm-assets serving-image link lint sanity units targets build ee molecule bench bench-serving bench-fleet role-docs clean
 
 help:
 	@echo "make demo       two simulated Ascend nodes (arm64, x86_64), playbooks/site.yml on both, a real vLLM completion at the end"
 	@echo "make test       everything CI runs: host set-up check, lint, sanity, unit tests, collection build, Molecule"
 	@echo "make test-fast  the edit-test loop: lint, sanity, unit tests, collection build (no containers)"
 	@echo "make ee         the execution environment: build it (ansible-builder, podman) and run the health playbook inside it"
-	@echo "make units | lint | sanity | build | ee | molecule [SCENARIO=name] | bench | bench-serving | bench-fleet | role-docs | demo-clean | clean"
+	@echo "make units | targets | lint | sanity | build | ee | molecule [SCENARIO=name] | bench | bench-serving | bench-fleet | role-docs | demo-clean | clean"
 	@echo "make vllm-assets  the wheelhouse of vLLM's CPU build, a venv from it and the tiny test model (cached)"
 
 demo: host venv images vllm-assets link
@@ -37,7 +37,7 @@ demo: host venv images vllm-assets link
 demo-clean: venv link
 	$(TOOLS)/demo.sh --clean
 
-test: host venv images vllm-assets serving-image link
+test: host venv images python-images vllm-assets serving-image link
 	$(TOOLS)/run-tests.sh
 
 test-fast: venv link
@@ -57,6 +57,10 @@ venv: $(VENV)/.installed
 
 images:
 	$(TOOLS)/build-images.sh arm64 amd64
+
+# The images of the managed hosts' other Pythons (3.9, 3.13), for the test stage targets; pytest comes from PyPI.
+python-images: venv
+	PIP=$(VENV)/bin/pip $(TOOLS)/build-python-images.sh py39 py313
 
 # The venv's pip downloads (a fresh Debian's python3 has no pip); it is Debian's Python 3.11, the target's.
 vllm-assets: venv
@@ -79,6 +83,10 @@ sanity: venv link
 
 units: venv link
 	$(TOOLS)/run-tests.sh units
+
+# The modules and module_utils under Python 3.9 and 3.13, in containers (what the managed hosts run).
+targets: venv python-images link
+	$(TOOLS)/run-tests.sh targets
 
 build: venv link
 	$(TOOLS)/run-tests.sh build

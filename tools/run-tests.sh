@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Run the test stages and print how long each took. Usage: run-tests.sh [stage ...]
-# Stages: setup lint sanity units build ee molecule (default: all, in that order). Expects the venv on PATH and
+# Stages: setup lint sanity units targets build ee molecule (default: all, in that order). Expects the venv on PATH and
 # ANSIBLE_COLLECTIONS_PATH set (the Makefile does both). MOLECULE_SCENARIOS="a b" limits the molecule stage to
 # those scenarios (default: every molecule/*/molecule.yml).
 set -euo pipefail
@@ -25,6 +25,37 @@ stage_sanity() {
 
 stage_units() {
   pytest -q
+}
+
+# What runs on the managed hosts, under the other Pythons they have (tools/build-python-images.sh): Python 3.9 (Debian
+# 11; openEuler 22.03 and Kylin V10 ship it) and 3.13 (Debian 13, newer than any target, so nothing the targets between
+# them have was removed). On each: ansible-test's own compile check of every module, module_utils and simulator file,
+# then the unit tests of the modules and module_utils, with ansible-core's module_utils mounted as Ansible ships them to
+# a host. The plugins that run only on the controller (Python 3.11 or newer, as ansible-core 2.19 needs) are left out:
+# the network plan (a filter, netaddr) and the benchmark report (delegated to localhost, matplotlib).
+controller_only=(plugins/module_utils/_network_plan.py plugins/module_utils/_benchmark_report.py
+  plugins/modules/benchmark_report.py tests/unit/plugins/module_utils/test_network_plan.py
+  tests/unit/plugins/module_utils/test_benchmark_report_utils.py tests/unit/plugins/modules/test_benchmark_report.py)
+stage_targets() {
+  local site image ignore=() file
+  site=$(python -c 'import ansible, os; print(os.path.dirname(ansible.__file__))')
+  for file in "${controller_only[@]}"; do ignore+=(--ignore "$file"); done
+  for image in localhost/python39-ci:bullseye localhost/python313-ci:trixie; do
+    podman image exists "$image" || { echo "run-tests: $image is missing: run make images" >&2; return 1; }
+    echo "--- $(podman run --rm "$image" python3 --version)"
+    local -a run=(podman run --rm --network none -e CI=true -e PYTHONDONTWRITEBYTECODE=1
+      -e "PYTHONPATH=/opt/ansible-target:$repo/.cache" -v "$repo:$repo:ro"
+      -v "$site/module_utils:/opt/ansible-target/ansible/module_utils:ro"
+      -v "$site/../ansible_test/_util/target/sanity/compile:/opt/compile:ro" -w "$repo" "$image")
+    local errors
+    errors=$(git ls-files --cached --others --exclude-standard 'plugins/modules/*.py' 'plugins/module_utils/*.py' 'tests/simulator/*.py' \
+        tests/simulator/ascend-sim tests/simulator/fake-engine tests/simulator/fake-vllm |
+      grep -vxF -f <(printf '%s\n' "${controller_only[@]}") | "${run[@]}" python3 /opt/compile/compile.py)
+    if [ -n "$errors" ]; then echo "$errors"; echo "run-tests: the files above do not compile on $image" >&2; return 1; fi
+    # A deprecation is an error: what a newer Python warns about, the next one removes.
+    "${run[@]}" /opt/pytest/bin/python -m pytest -q -p no:cacheprovider -W error::DeprecationWarning "${ignore[@]}" \
+      tests/unit/plugins/module_utils tests/unit/plugins/modules
+  done
 }
 
 # The collection must build, install with ansible-galaxy, and its modules must run from the install.
@@ -130,7 +161,7 @@ print_durations() {
 }
 
 stages=("$@")
-[ "${#stages[@]}" -gt 0 ] || stages=(setup lint sanity units build ee molecule)
+[ "${#stages[@]}" -gt 0 ] || stages=(setup lint sanity units targets build ee molecule)
 for stage in "${stages[@]}"; do
   declare -F "stage_$stage" >/dev/null || { echo "run-tests: unknown stage '$stage'" >&2; exit 2; }
 done

@@ -11,7 +11,10 @@ The Ascend runtime merged into a container engine's configuration, never overwri
 * ``merge_daemon_json``: docker's ``daemon.json``, parsed, merged and compared by value (key order and spacing differ
   between hosts: the runtime installer re-serialises the file); every key it does not own is kept;
 * ``merge_containerd_toml``: containerd's ``config.toml`` (config version 2 or 3), edited as text table by table
-  (table names quoted with ' or "), so that every other line, comment and blank stays as it was.
+  (table names quoted with ' or "), so that every other line, comment and blank stays as it was. The file is read
+  as TOML before the edit and the edited text again after it, on every Python: with tomllib, or with the collection's
+  own reader (``_toml``) where Python has none (before 3.11); an edit that does not read back as the runtime asked
+  for is a ConfigError.
 
 Both return a Merge: the new text (the old text itself when nothing changes), whether it changed, the warnings and,
 for docker, the parsed result. A file that cannot be read as its format raises ConfigError, whose message names the
@@ -23,12 +26,19 @@ from __future__ import annotations
 import collections
 import copy
 import json
+import math
 import re
 
 try:
     import tomllib
-except ImportError:  # Python < 3.11: the edit is not re-parsed.
+except ImportError:  # Python < 3.11 (openEuler 22.03, Kylin V10, Ubuntu 22.04).
     tomllib = None
+
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils import _toml
+
+# What proves a config.toml valid, before the edit and after it: the standard library's reader where there is one,
+# else the collection's own reader of TOML 1.0. Both raise a ValueError for a text that is not TOML.
+toml_loads = tomllib.loads if tomllib is not None else _toml.loads
 
 Merge = collections.namedtuple('Merge', 'text changed warnings config')
 
@@ -164,13 +174,59 @@ def format_key(parts, quote='"'):
     return '.'.join(_quote_part(part, quote) for part in parts)
 
 
+_SHORT_ESCAPES = {'"': '\\"', '\\': '\\\\', '\b': '\\b', '\t': '\\t', '\n': '\\n', '\f': '\\f', '\r': '\\r'}
+# What a TOML basic string cannot hold as it is: its quote, the backslash and every control character (DEL too);
+# and the line separators str.splitlines() knows, which TOML allows but line-by-line readers may break the line at.
+_NEEDS_ESCAPE = re.compile(r'["\\\x00-\x1f\x7f\x85\u2028\u2029]')
+
+
 def _toml_string(value):
-    return json.dumps(value, ensure_ascii=False)
+    """``value`` as a TOML basic string, whatever characters it holds."""
+    return '"%s"' % _NEEDS_ESCAPE.sub(
+        lambda match: _SHORT_ESCAPES.get(match.group(), '\\u%04X' % ord(match.group())), value)
 
 
 _HEADER = re.compile(r'^([ \t]*)\[(?!\[)(.*)\][ \t]*(#.*)?$')
 _ARRAY_HEADER = re.compile(r'^[ \t]*\[\[')
 _COMMENT_OR_BLANK = re.compile(r'^[ \t]*(#.*)?$')
+# What decides whether the next line starts a statement: strings, comments, brackets and newlines.
+_LEXEME = re.compile(r'''"""|'{3}|["'#\[\]{}\n]''')
+_STRING_RESTS = {
+    '"': re.compile(r'(?:[^"\\\n]|\\.)*"'),
+    "'": re.compile(r"[^'\n]*'"),
+    '"""': re.compile(r'(?:[^"\\]|\\[\s\S]|"(?!""))*"{3}"{0,2}'),
+    "'''": re.compile(r"(?:[^']|'(?!''))*'{3}'{0,2}"),
+}
+
+
+def _continued_lines(text):
+    """The indexes of the lines of ``text`` (valid TOML) that go on with a value - a multi-line string, array or
+    inline table - rather than start a statement, so that what they hold is never taken for a header or a key."""
+    continued = set()
+    line = depth = pos = 0
+    while True:
+        match = _LEXEME.search(text, pos)
+        if match is None:
+            return continued
+        lexeme, pos = match.group(), match.end()
+        if lexeme == '\n':
+            line += 1
+            if depth:
+                continued.add(line)
+        elif lexeme == '#':
+            end = text.find('\n', pos)
+            pos = len(text) if end < 0 else end
+        elif lexeme in ('[', '{'):
+            depth += 1
+        elif lexeme in (']', '}'):
+            depth -= 1
+        else:
+            rest = _STRING_RESTS[lexeme].match(text, pos)
+            end = rest.end() if rest else len(text)
+            newlines = text.count('\n', pos, end)
+            continued.update(range(line + 1, line + 1 + newlines))
+            line += newlines
+            pos = end
 
 
 class _Toml:
@@ -178,24 +234,25 @@ class _Toml:
 
     def __init__(self, text, path):
         self.path = path
-        self.lines = text.splitlines(True)
+        # TOML's newlines only (LF, CRLF): str.splitlines() also breaks at separators a comment or string may hold.
+        self.lines = [line + '\n' for line in text.split('\n')]
+        self.lines[-1] = self.lines[-1][:-1]
+        if not self.lines[-1]:
+            del self.lines[-1]
         self.newline = '\r\n' if self.lines and self.lines[0].endswith('\r\n') else '\n'
         if self.lines and not self.lines[-1].endswith(('\n', '\r')):
             self.lines[-1] += self.newline
 
+    def statements(self, start=0, end=None):
+        """The indexes of lines start..end that start a statement (or are blank or a comment)."""
+        continued = _continued_lines(self.text())
+        return [index for index in range(start, len(self.lines) if end is None else end) if index not in continued]
+
     def headers(self):
         """(line index, indentation, key parts) of each [table] header; [[array]] headers give None parts."""
         found = []
-        in_multiline = None
-        for index, line in enumerate(self.lines):
-            body = line.rstrip('\r\n')
-            if in_multiline:
-                if body.count(in_multiline) % 2 == 1:
-                    in_multiline = None
-                continue
-            for quotes in ('"""', "'''"):
-                if body.count(quotes) % 2 == 1:
-                    in_multiline = quotes
+        for index in self.statements():
+            body = self.lines[index].rstrip('\r\n')
             if _ARRAY_HEADER.match(body):
                 found.append((index, '', None))
                 continue
@@ -227,7 +284,7 @@ class _Toml:
 
     def find_key(self, start, end, key):
         """(line index, the value text) of ``key = value`` in lines start..end, or None."""
-        for index in range(start, end):
+        for index in self.statements(start, end):
             line = self.lines[index]
             if _COMMENT_OR_BLANK.match(line.rstrip('\r\n')):
                 continue
@@ -240,7 +297,7 @@ class _Toml:
         return None
 
     def key_indent(self, start, end, header_indent):
-        for index in range(start + 1, end):
+        for index in self.statements(start + 1, end):
             line = self.lines[index]
             if not _COMMENT_OR_BLANK.match(line.rstrip('\r\n')):
                 return re.match(r'[ \t]*', line).group(0)
@@ -262,11 +319,7 @@ class _Toml:
             self.lines[index] = line
             return old
         # After the header and the table's keys, before the blank lines and comments that lead to the next table.
-        insert = start + 1
-        for index in range(start + 1, end):
-            if not _COMMENT_OR_BLANK.match(self.lines[index].rstrip('\r\n')):
-                insert = index + 1
-        self.lines.insert(insert, line)
+        self.lines.insert(_section_end(self, start, end), line)
         return None
 
     def add_table(self, table, indent, after=None, blank_before=False):
@@ -286,7 +339,8 @@ class _Toml:
 
     def quote_style(self):
         """The quote most table names of the file use, ' or "."""
-        text = ''.join(line for index, line in enumerate(self.lines) if _HEADER.match(line.rstrip('\r\n')))
+        text = ''.join(self.lines[index] for index in self.statements()
+                       if _HEADER.match(self.lines[index].rstrip('\r\n')))
         return "'" if text.count("'") > text.count('"') else '"'
 
     def text(self):
@@ -334,11 +388,10 @@ def merge_containerd_toml(text, path, runtime_name, runtime_path, default_runtim
     ``default_runtime_name`` (false sets it back to runc when it named this runtime).
     """
     warnings = []
-    if tomllib is not None:
-        try:
-            tomllib.loads(text)
-        except tomllib.TOMLDecodeError as error:
-            raise ConfigError('%s is not valid TOML (%s): fix it; it was left unchanged' % (path, error))
+    try:
+        before = toml_loads(text)
+    except ValueError as error:
+        raise ConfigError('%s is not valid TOML (%s): fix it; it was left unchanged' % (path, error))
     toml = _Toml(text, path)
     version = _config_version(toml, path)
     if version is None:
@@ -395,8 +448,8 @@ def merge_containerd_toml(text, path, runtime_name, runtime_path, default_runtim
     changed = new_text.rstrip('\r\n') != text.rstrip('\r\n')
     if not changed:
         return Merge(text, False, warnings, None)
-    if tomllib is not None:
-        _verify(new_text, path, table, options, runtime_path)
+    _verify(new_text, path, table, options, runtime_path,
+            _intended(before, version, containerd, table, options, runtime_path, default_runtime))
     return Merge(new_text, True, warnings, None)
 
 
@@ -419,10 +472,12 @@ def _current_default(toml, containerd):
 
 
 def _section_end(toml, start, end):
-    """Where lines belonging after a table's keys go: after its last key line."""
+    """Where lines belonging after a table's keys go: after its last key line, and the lines its value goes on
+    over (a multi-line string's line that looks like a comment or blank is no comment or blank)."""
+    continued = _continued_lines(toml.text())
     insert = start + 1
     for index in range(start + 1, end):
-        if not _COMMENT_OR_BLANK.match(toml.lines[index].rstrip('\r\n')):
+        if index in continued or not _COMMENT_OR_BLANK.match(toml.lines[index].rstrip('\r\n')):
             insert = index + 1
     return insert
 
@@ -452,11 +507,45 @@ def _ensure_table(toml, containerd, runtime_table):
         toml.add_table(containerd, indent[:-2] if len(indent) >= 2 else '', start)
 
 
-def _verify(text, path, table, options, runtime_path):
-    """Re-read the edited text: it must parse and give the runtime its settings (else nothing is written)."""
+def _intended(before, version, containerd, table, options, runtime_path, default_runtime):
+    """What the edited file is to read as: the file as it was read (``before``) with the version, the runtime and the
+    default runtime the edit sets; None when a table on the way is no table (an array of tables, a value)."""
+    after = copy.deepcopy(before)
+    after['version'] = version
+    nodes = {}
+    for keys in (containerd, table, options):
+        node = after
+        for part in keys:
+            node = node.setdefault(part, {}) if isinstance(node, dict) else None
+        if not isinstance(node, dict):
+            return None
+        nodes[keys] = node
+    nodes[table]['runtime_type'] = RUNTIME_TYPE
+    nodes[options]['BinaryName'] = runtime_path
+    if default_runtime is True:
+        nodes[containerd]['default_runtime_name'] = table[-1]
+    elif default_runtime is False and nodes[containerd].get('default_runtime_name') == table[-1]:
+        nodes[containerd]['default_runtime_name'] = CONTAINERD_DEFAULT_RUNTIME
+    return after
+
+
+def _same(one, other):
+    """Whether two values read from TOML are the same (of the same type; nan is the same as nan)."""
+    if isinstance(one, dict) and isinstance(other, dict):
+        return one.keys() == other.keys() and all(_same(one[key], other[key]) for key in one)
+    if isinstance(one, list) and isinstance(other, list):
+        return len(one) == len(other) and all(_same(item, other_item) for item, other_item in zip(one, other))
+    if isinstance(one, float) and isinstance(other, float) and math.isnan(one):
+        return math.isnan(other)
+    return type(one) is type(other) and one == other
+
+
+def _verify(text, path, table, options, runtime_path, intended):
+    """Re-read the edited text: it must parse, give the runtime its settings and change nothing else - read as
+    ``intended`` (else nothing is written)."""
     try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as error:
+        data = toml_loads(text)
+    except ValueError as error:
         raise ConfigError('%s: the Ascend runtime cannot be added by table without breaking the file (%s); it defines the '
                           'runtime in another way (dotted keys or an inline table?): define it as tables %s and %s, or '
                           'remove it; the file was left unchanged' % (path, error, format_key(table), format_key(options)))
@@ -467,3 +556,13 @@ def _verify(text, path, table, options, runtime_path):
         raise ConfigError('%s: after the edit the runtime table %s does not hold BinaryName = %s; the file defines it '
                           'in a way this module cannot edit: fix it by hand; it was left unchanged'
                           % (path, format_key(options), runtime_path))
+    node = data
+    for part in table:
+        node = node.get(part, {}) if isinstance(node, dict) else {}
+    if not isinstance(node, dict) or node.get('runtime_type') != RUNTIME_TYPE:
+        raise ConfigError('%s: after the edit the runtime table %s does not hold runtime_type = "%s"; the file defines '
+                          'it in a way this module cannot edit: fix it by hand; it was left unchanged'
+                          % (path, format_key(table), RUNTIME_TYPE))
+    if intended is None or not _same(data, intended):
+        raise ConfigError('%s: the edit would change more than the Ascend runtime and the default runtime; the file '
+                          'defines them in a way this module cannot edit: fix it by hand; it was left unchanged' % path)

@@ -25,6 +25,10 @@ description:
     C([plugins.\"io.containerd.cri.v1.runtime\".containerd.runtimes.<runtime_name>]), each with C(runtime_type =
     \"io.containerd.runc.v2\") and an C(options) table with C(BinaryName) = O(runtime_path). Table names quoted with
     C(') or C(\") are the same tables. New tables go after the last table of another runtime, indented like it."
+  - The C(config.toml) is read as TOML before the edit and the edited text again after it, with Python's C(tomllib)
+    or, on Python 3.9 and 3.10, the collection's own TOML 1.0 reader. An edit that does not read back as the runtime
+    asked for - a runtime already defined by dotted keys or an inline table, which the edit by table would break -
+    fails the task, naming the tables to define instead, and leaves the file unchanged.
   - A path that differs from O(runtime_path) only in case is set to O(runtime_path), with a warning naming the old
     one - paths are case-sensitive, so the hand-edited path names another file, which the engine would fail to run.
   - A file that cannot be read as its format (invalid JSON, a C(runtimes) that is not an object, invalid TOML, a

@@ -5,16 +5,20 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 
 """_engine_config: the Ascend runtime merged into real daemon.json files and containerd config.toml files of
-config versions 2 and 3, by value, keeping everything else; unreadable files refused, naming the file."""
+config versions 2 and 3, by value, keeping everything else; unreadable files refused, naming the file. Every test
+runs with tomllib proving the TOML edit and again with the collection's own reader, which does on Python < 3.11."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
-import tomllib
+import random
+import re
+import sys
 
 import pytest
 
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils import _engine_config
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils import _engine_config, _toml
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._engine_config import (
     ConfigError,
     merge_containerd_toml,
@@ -22,6 +26,12 @@ from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._engine_config
     parse_key,
 )
 from ansible_collections.kunpeng_ascend.vllm.tests.helpers import load_fixture
+from ansible_collections.kunpeng_ascend.vllm.tests.unit.plugins.module_utils.test_toml import RandomDocument
+
+try:
+    import tomllib
+except ImportError:  # Python < 3.11: the collection's reader, whose loads() gives what tomllib's gives.
+    tomllib = _toml
 
 RUNTIME = '/usr/local/Ascend/Ascend-Docker-Runtime/ascend-docker-runtime'
 DAEMON = '/etc/docker/daemon.json'
@@ -34,6 +44,11 @@ V2_17 = 'containerd-config.toml_v2_containerd-1.7.34_cri-doc-full.txt'
 V3_23 = 'containerd-config.toml_v3_containerd-2.3.4_cri-doc-full.txt'
 DOCKER_CONTAINERD_IO = 'containerd-config.toml_no-version_docker-containerd.io-package_cri-disabled.txt'
 CRI = {2: 'io.containerd.grpc.v1.cri', 3: 'io.containerd.cri.v1.runtime'}
+
+
+# Every test runs twice: with the standard library's TOML reader and with the collection's own (tests/unit/plugins/
+# conftest.py).
+pytestmark = pytest.mark.usefixtures('toml_reader')
 
 
 def docker(text, default_runtime=None, name='ascend'):
@@ -284,12 +299,206 @@ def test_a_runtime_defined_by_an_inline_table_is_refused_not_broken():
     assert 'cannot be added by table without breaking the file' in str(raised.value)
 
 
-def test_without_tomllib_the_edit_is_the_same(monkeypatch):
-    """On Python before 3.11 (no tomllib) the text edit alone does the work."""
-    text = load_fixture(V2_16)
-    expected = merge_containerd_toml(text, CONFIG, 'ascend', RUNTIME, default_runtime=True).text
+RUNTIMES_V2 = '[plugins."io.containerd.grpc.v1.cri".containerd.runtimes]\n'
+
+
+@pytest.mark.parametrize('definition', [
+    pytest.param('  ascend.runtime_type = "io.containerd.runc.v2"\n  ascend.options.BinaryName = "%s"\n' % RUNTIME,
+                 id='dotted-keys'),
+    pytest.param('  ascend = { runtime_type = "io.containerd.runc.v2", options = { BinaryName = "%s" } }\n' % RUNTIME,
+                 id='inline-table'),
+    pytest.param('  ascend.runtime_type = "io.containerd.runc.v2"\n  ascend.options = { BinaryName = "/old" }\n',
+                 id='dotted-keys-and-inline-table'),
+])
+@pytest.mark.parametrize('default_runtime', [None, True])
+def test_a_runtime_defined_by_dotted_keys_or_an_inline_table_is_refused_not_rewritten_into_invalid_toml(
+        definition, default_runtime):
+    """Valid TOML, which the edit by table would break ([...ascend] defines the table a second time): refused."""
+    text = 'version = 2\n' + RUNTIMES_V2 + definition
+    assert tomllib.loads(text)['plugins'][CRI[2]]['containerd']['runtimes']['ascend']['runtime_type'] == \
+        'io.containerd.runc.v2'
+    with pytest.raises(ConfigError) as raised:
+        merge_containerd_toml(text, CONFIG, 'ascend', RUNTIME, default_runtime=default_runtime)
+    table = 'plugins."io.containerd.grpc.v1.cri".containerd.runtimes.ascend'
+    assert str(raised.value).startswith('%s: the Ascend runtime cannot be added by table without breaking the file ('
+                                        % CONFIG)
+    assert re.search(r'line \d+, column \d+', str(raised.value))
+    assert str(raised.value).endswith('it defines the runtime in another way (dotted keys or an inline table?): define '
+                                      'it as tables %s and %s.options, or remove it; the file was left unchanged'
+                                      % (table, table))
+
+
+@pytest.mark.parametrize('text', [
+    pytest.param('version = 2\n[plugins."io.containerd.grpc.v1.cri"]\n[plugins."io.containerd.grpc.v1.cri"]\n',
+                 id='table-twice'),
+    pytest.param('version = 2\n[plugins."io.containerd.grpc.v1.cri".containerd]\n  snapshotter = "overlayfs"\n'
+                 '  snapshotter = "native"\n', id='key-twice'),
+    pytest.param('version = 2\n[grpc]\n  address = "/run/containerd/containerd.sock\n', id='unterminated-string'),
+    pytest.param('version = 2\n[grpc]\n  address = "/run/containerd/containerd.sock\x7f"\n', id='raw-del'),
+    pytest.param('version = 2\n[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.ascend]\n'
+                 '  runtime_type = io.containerd.runc.v2\n', id='unquoted-string'),
+    pytest.param('version = 2\n[debug]\n  level = 01\n', id='leading-zero'),
+])
+def test_an_invalid_file_is_refused_naming_it_not_edited(text):
+    with pytest.raises(ConfigError) as raised:
+        merge_containerd_toml(text, CONFIG, 'ascend', RUNTIME, default_runtime=True)
+    assert str(raised.value).startswith('%s is not valid TOML (' % CONFIG)
+    # What is wrong, and where: both readers say it in their own words.
+    assert re.search(r'line \d+, column \d+', str(raised.value))
+    assert str(raised.value).endswith('): fix it; it was left unchanged')
+
+
+@pytest.mark.parametrize('fixture', [V2_16, V2_17, V3_23])
+@pytest.mark.parametrize('default_runtime', [None, True, False])
+def test_without_tomllib_the_edit_is_the_same(monkeypatch, fixture, default_runtime):
+    """On Python before 3.11 (no tomllib) the collection's reader proves the same edit."""
+    text = load_fixture(fixture)
+    expected = merge_containerd_toml(text, CONFIG, 'ascend', RUNTIME, default_runtime=default_runtime).text
     monkeypatch.setattr(_engine_config, 'tomllib', None)
-    assert merge_containerd_toml(text, CONFIG, 'ascend', RUNTIME, default_runtime=True).text == expected
+    monkeypatch.setattr(_engine_config, 'toml_loads', _toml.loads)
+    assert merge_containerd_toml(text, CONFIG, 'ascend', RUNTIME, default_runtime=default_runtime).text == expected
+
+
+def test_without_tomllib_the_module_reads_toml_with_its_own_reader(monkeypatch):
+    """A copy of the module imported where ``import tomllib`` fails, as on Python 3.9 and 3.10."""
+    monkeypatch.setitem(sys.modules, 'tomllib', None)
+    spec = importlib.util.spec_from_file_location('engine_config_without_tomllib', _engine_config.__file__)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert module.tomllib is None and module.toml_loads is _toml.loads
+    with pytest.raises(module.ConfigError) as raised:
+        module.merge_containerd_toml('version = 2\n[grpc]\n[grpc]\n', CONFIG, 'ascend', RUNTIME)
+    assert str(raised.value) == ('%s is not valid TOML (line 3, column 1: [grpc]: the table is already defined (by a '
+                                 'header, or by dotted keys), and a table is defined once): fix it; it was left '
+                                 'unchanged' % CONFIG)
+    dotted = 'version = 2\n' + RUNTIMES_V2 + '  ascend.runtime_type = "io.containerd.runc.v2"\n'
+    with pytest.raises(module.ConfigError) as raised:
+        module.merge_containerd_toml(dotted, CONFIG, 'ascend', RUNTIME)
+    assert 'cannot be added by table without breaking the file' in str(raised.value)
+
+
+def test_line_separators_in_comments_and_strings_do_not_split_lines():
+    """U+2028 and U+2029 are no newlines in TOML: the text after them is no line of its own, no [header] here."""
+    text = ('version = 2\n'
+            '# see\u2028[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.ascend]\n'
+            '[plugins."io.containerd.grpc.v1.cri".containerd]\n'
+            '  snapshotter = "overlay\u2029fs"\n')
+    merged = merge_containerd_toml(text, CONFIG, 'ascend', RUNTIME)
+    assert merged.text.startswith(text)
+    data = tomllib.loads(merged.text)
+    assert data['plugins'][CRI[2]]['containerd'] == {
+        'snapshotter': 'overlay\u2029fs',
+        'runtimes': {'ascend': {'runtime_type': 'io.containerd.runc.v2', 'options': {'BinaryName': RUNTIME}}}}
+    assert data['version'] == 2 and len(data) == 2
+
+
+ASCEND_HEADER = '[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.ascend]'
+
+
+@pytest.mark.parametrize('value', [
+    pytest.param('[\n["a"]\n]', id='array-of-arrays'),
+    pytest.param('{ a = [\n[1]\n] }', id='inline-table-of-a-multi-line-array'),
+    pytest.param('"""\n  default_runtime_name = "fake"\n%s\n"""' % ASCEND_HEADER, id='multi-line-string'),
+    pytest.param("'''\n%s\n  runtime_type = \"fake\"\n'''" % ASCEND_HEADER, id='multi-line-literal-string'),
+    pytest.param('"""\'\'\'"""\n  y = \'\'\'\n%s\n\'\'\'' % ASCEND_HEADER, id='quotes-of-the-other-kind'),
+    pytest.param('"""a ""\\""" b"""\n  y = """\n%s\n"""' % ASCEND_HEADER, id='escaped-quotes'),
+])
+def test_lines_inside_a_value_are_no_headers_or_keys(value):
+    text = ('version = 2\n[plugins."io.containerd.grpc.v1.cri".containerd]\n  x = %s\n  default_runtime_name = "runc"\n'
+            % value)
+    merged = merge_containerd_toml(text, CONFIG, 'ascend', RUNTIME, default_runtime=True)
+    before = tomllib.loads(text)['plugins'][CRI[2]]['containerd']
+    after = tomllib.loads(merged.text)['plugins'][CRI[2]]['containerd']
+    assert after == dict(before, default_runtime_name='ascend', runtimes={
+        'ascend': {'runtime_type': 'io.containerd.runc.v2', 'options': {'BinaryName': RUNTIME}}})
+    assert merged.text.startswith(text.replace('"runc"', '"ascend"'))
+
+
+@pytest.mark.parametrize('text', [
+    pytest.param('version = 2\n[plugins."io.containerd.grpc.v1.cri".containerd]\n  x = """\n'
+                 '  default_runtime_name = "runc"\n"""\n', id='key-in-a-multi-line-string'),
+    pytest.param("version = 2\n[plugins.\"io.containerd.grpc.v1.cri\".containerd]\n  x = '''\n# not a comment'''\n",
+                 id='comment-in-a-multi-line-string'),
+])
+def test_an_edit_that_changes_anything_else_is_refused(monkeypatch, text):
+    """Were lines inside a value read as statements (as they once were), the edit would go into the string: the
+    edited text, read back, shows it, and nothing is written."""
+    monkeypatch.setattr(_engine_config, '_continued_lines', lambda text: set())
+    with pytest.raises(ConfigError) as raised:
+        merge_containerd_toml(text, CONFIG, 'ascend', RUNTIME, default_runtime=True)
+    assert str(raised.value) == ('%s: the edit would change more than the Ascend runtime and the default runtime; the '
+                                 'file defines them in a way this module cannot edit: fix it by hand; it was left '
+                                 'unchanged' % CONFIG)
+
+
+def test_a_plugins_array_of_tables_is_refused():
+    with pytest.raises(ConfigError) as raised:
+        merge_containerd_toml('version = 2\n[[plugins]]\n', CONFIG, 'ascend', RUNTIME)
+    assert 'does not hold BinaryName = %s' % RUNTIME in str(raised.value)
+
+
+@pytest.mark.parametrize('place, count', [('top-level', 300), ('in-the-containerd-table', 300), ('after-cri-doc', 40)])
+def test_random_valid_configs_get_the_runtime_and_keep_everything_else(place, count):
+    """Seeded random TOML (test_toml's generator: headers, dotted keys, inline tables, multi-line strings and arrays,
+    comments) around the tables the edit adds: only the runtime's lines are added, and they read back as it."""
+    rng = random.Random(place)
+    writer = RandomDocument(rng)
+    prefix = {'top-level': 'version = 2\n',
+              'in-the-containerd-table': 'version = 2\n[plugins."io.containerd.grpc.v1.cri".containerd]\n',
+              'after-cri-doc': load_fixture(V2_17)}[place]
+    added_lines = {'', 'runtime_type = "io.containerd.runc.v2"', 'BinaryName = "%s"' % RUNTIME,
+                   'default_runtime_name = "ascend"'}
+    for quote in '"\'':
+        containerd = '[plugins.%sio.containerd.grpc.v1.cri%s.containerd' % (quote, quote)
+        added_lines.update(containerd + end for end in (']', '.runtimes.ascend]', '.runtimes.ascend.options]'))
+    edited = 0
+    for dummy in range(count):
+        text = prefix + writer.text(writer.data())
+        try:
+            tomllib.loads(text)
+        except ValueError:  # a random key that the containerd doc's last table has already
+            continue
+        default_runtime = rng.choice([None, True])
+        merged = merge_containerd_toml(text, CONFIG, 'ascend', RUNTIME, default_runtime=default_runtime)
+        containerd = tomllib.loads(merged.text)['plugins'][CRI[2]]['containerd']
+        assert containerd['runtimes']['ascend'] == {'runtime_type': 'io.containerd.runc.v2',
+                                                    'options': {'BinaryName': RUNTIME}}, merged.text
+        assert default_runtime is None or containerd['default_runtime_name'] == 'ascend'
+        new_lines = merged.text.split('\n')
+        if default_runtime:
+            text = text.replace('default_runtime_name = "runc"', 'default_runtime_name = "ascend"')
+        for line in text.split('\n'):
+            new_lines.remove(line)
+        assert set(line.strip() for line in new_lines) <= added_lines, merged.text
+        assert merge_containerd_toml(merged.text, CONFIG, 'ascend', RUNTIME, default_runtime=default_runtime).changed \
+            is False
+        edited += 1
+    assert edited > count * 0.9
+
+
+@pytest.mark.parametrize('runtime_path', [
+    pytest.param('/opt/ascend\x7f/ascend-docker-runtime', id='del'),
+    pytest.param('/opt/ascend\t/ascend-docker-runtime', id='tab'),
+    pytest.param('/opt/"ascend"/ascend-docker-runtime', id='quote'),
+    pytest.param('/opt/ascend\\/ascend-docker-runtime', id='backslash'),
+    pytest.param('/opt/ascend\n/ascend-docker-runtime', id='newline'),
+    pytest.param('/opt/\x00\x08\x1b\r\x0c\x85\u2028é\U0001F680\'/x', id='all-kinds'),
+])
+def test_a_runtime_path_of_any_characters_is_written_as_a_valid_toml_string(runtime_path):
+    text = load_fixture(V2_17)
+    merged = merge_containerd_toml(text, CONFIG, 'ascend', runtime_path)
+    # Escaped: no control character, tab or newline of the path is written as it is.
+    assert len(merged.text.split('\n')) == len(text.split('\n')) + 5
+    added = set(merged.text.split('\n')) - set(text.split('\n'))
+    assert not [char for line in added for char in line if char in '\t\x7f\x85\u2028' or char < ' ']
+    readers = [_toml] + ([tomllib] if tomllib is not _toml else [])
+    for reader in readers:
+        runtimes = reader.loads(merged.text)['plugins'][CRI[2]]['containerd']['runtimes']
+        assert runtimes['ascend']['options'] == {'BinaryName': runtime_path}
+    assert merge_containerd_toml(merged.text, CONFIG, 'ascend', runtime_path).changed is False
+    moved = merge_containerd_toml(merged.text, CONFIG, 'ascend', RUNTIME)
+    assert moved.changed and tomllib.loads(moved.text) == tomllib.loads(merge_containerd_toml(text, CONFIG, 'ascend',
+                                                                                              RUNTIME).text)
 
 
 @pytest.mark.parametrize('key, parts', [

@@ -4,22 +4,33 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
 
-"""container_engine_config's main() on real files in a scratch directory: what it writes, keeps and refuses."""
+"""container_engine_config's main() on real files in a scratch directory: what it writes, keeps and refuses; with
+tomllib proving the TOML edit, and again with the collection's own reader, which does on Python < 3.11."""
 
 from __future__ import annotations
 
 import json
 import os
-import tomllib
 
 import pytest
 
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils import _toml
 from ansible_collections.kunpeng_ascend.vllm.plugins.modules import container_engine_config
 from ansible_collections.kunpeng_ascend.vllm.tests.helpers import FailJson, load_fixture, run_main
+
+try:
+    import tomllib
+except ImportError:  # Python < 3.11: the collection's reader, whose loads() gives what tomllib's gives.
+    tomllib = _toml
 
 RUNTIME = '/usr/local/Ascend/Ascend-Docker-Runtime/ascend-docker-runtime'
 INSTALLER_TEMPLATE = 'daemon.json_ascend-docker-runtime-installer_template.txt'
 V2_17 = 'containerd-config.toml_v2_containerd-1.7.34_cri-doc-full.txt'
+
+
+# Every test runs twice: with the standard library's TOML reader and with the collection's own (tests/unit/plugins/
+# conftest.py).
+pytestmark = pytest.mark.usefixtures('toml_reader')
 
 
 def run_module(args, outcome=None):
@@ -120,6 +131,40 @@ def test_containerd_without_version_needs_config_version(fake_host):
     assert not os.path.exists(path)
     run_module({'engine': 'containerd', 'path': path, 'config_version': 2})
     assert tomllib.loads(read(path))['version'] == 2
+
+
+@pytest.mark.parametrize('text', [
+    pytest.param('version = 2\n[plugins."io.containerd.grpc.v1.cri"]\n[plugins."io.containerd.grpc.v1.cri"]\n',
+                 id='table-twice'),
+    pytest.param('version = 2\n[grpc]\n  address = "/run/containerd/containerd.sock\x7f"\n', id='raw-del'),
+])
+def test_invalid_toml_fails_naming_the_file_and_is_not_touched(fake_host, text):
+    path = fake_host.write('/etc/containerd/config.toml', text)
+    result = run_module({'engine': 'containerd', 'path': path, 'default_runtime': True}, FailJson)
+    assert result['msg'].startswith('%s is not valid TOML (' % path)
+    assert result['msg'].endswith('): fix it; it was left unchanged')
+    assert read(path) == text
+
+
+def test_a_runtime_defined_by_dotted_keys_fails_and_is_not_touched(fake_host):
+    text = ('version = 2\n[plugins."io.containerd.grpc.v1.cri".containerd.runtimes]\n'
+            '  ascend.runtime_type = "io.containerd.runc.v2"\n'
+            '  ascend.options.BinaryName = "/opt/ascend-docker-runtime"\n')
+    path = fake_host.write('/etc/containerd/config.toml', text)
+    result = run_module({'engine': 'containerd', 'path': path}, FailJson)
+    assert 'the Ascend runtime cannot be added by table without breaking the file' in result['msg']
+    assert read(path) == text
+
+
+def test_a_runtime_path_with_control_characters_is_written_escaped(fake_host):
+    runtime_path = '/opt/ascend\x7f\t"\\/ascend-docker-runtime'
+    path = fake_host.write('/etc/containerd/config.toml', 'version = 3\n')
+    assert run_module({'engine': 'containerd', 'path': path, 'runtime_path': runtime_path})['changed'] is True
+    assert '\x7f' not in read(path) and '\t' not in read(path)
+    for reader in (tomllib, _toml):
+        containerd = reader.loads(read(path))['plugins']['io.containerd.cri.v1.runtime']['containerd']
+        assert containerd['runtimes']['ascend']['options'] == {'BinaryName': runtime_path}
+    assert run_module({'engine': 'containerd', 'path': path, 'runtime_path': runtime_path})['changed'] is False
 
 
 def test_containerd_version_1_is_refused_unchanged(fake_host):

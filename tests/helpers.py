@@ -425,10 +425,19 @@ def build_packages(out, *args):
     return proc.stdout.split()
 
 
+def tool_module(filename):
+    """The maintainer tool tools/``filename`` imported as a module."""
+    return _program_module(filename.rsplit('.', 1)[0], os.path.join(TOOLS, filename))
+
+
 def simulator_module(name, filename):
     """The program tests/simulator/``filename`` imported as the module ``name`` (such as ``ascend-sim``, which has
     no .py ending)."""
-    loader = importlib.machinery.SourceFileLoader(name, os.path.join(SIMULATOR, filename))
+    return _program_module(name, os.path.join(SIMULATOR, filename))
+
+
+def _program_module(name, path):
+    loader = importlib.machinery.SourceFileLoader(name, path)
     spec = importlib.util.spec_from_loader(name, loader)
     module = importlib.util.module_from_spec(spec)
     loader.exec_module(module)

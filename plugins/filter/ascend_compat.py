@@ -4,9 +4,11 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
 
-"""The ascend_compat and ascend_compat_rows filters (documented in ascend_compat.yml and ascend_compat_rows.yml)."""
+"""The ascend_compat, ascend_compat_rows and ascend_compat_waiver filters (documented in their .yml files)."""
 
 from __future__ import annotations
+
+import datetime
 
 from ansible.errors import AnsibleFilterError
 
@@ -14,12 +16,23 @@ from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._compatibility
     COMPONENTS,
     check_combination,
     compatibility_rows,
+    read_waiver,
     rows_for_driver,
 )
 
 
-def ascend_compat(versions):
-    """Check the component versions in the dict ``versions`` against the compatibility set."""
+def _day(today, name):
+    if today is None:
+        return None
+    try:
+        return datetime.date(*(int(part) for part in str(today).split('-')))
+    except (TypeError, ValueError):
+        raise AnsibleFilterError('%s: today must be a date as YYYY-MM-DD, not %r' % (name, today))
+
+
+def ascend_compat(versions, waiver=None, today=None):
+    """Check the component versions in the dict ``versions`` against the compatibility set, under ``waiver`` (a dict
+    of reason, expires and covers, or null) on ``today`` (YYYY-MM-DD; the controller's date when null)."""
     if not isinstance(versions, dict):
         raise AnsibleFilterError('ascend_compat: the input must be a dict of versions with keys among %s, not %s'
                                  % (', '.join(COMPONENTS), type(versions).__name__))
@@ -27,7 +40,14 @@ def ascend_compat(versions):
     if unknown:
         raise AnsibleFilterError('ascend_compat: unknown key(s) %s; the keys are %s'
                                  % (', '.join(unknown), ', '.join(COMPONENTS)))
-    return check_combination(**versions)
+    return check_combination(waiver=waiver, today=_day(today, 'ascend_compat'), **versions)
+
+
+def ascend_compat_waiver(waiver, today=None):
+    """The waiver read on ``today`` (the controller's date when null): {waiver: its fields or null, problems: why it is
+    void}. Null is no waiver and no problem."""
+    read, problems = read_waiver(waiver, _day(today, 'ascend_compat_waiver') or datetime.date.today())
+    return {'waiver': read, 'problems': problems}
 
 
 def ascend_compat_rows(driver=None):
@@ -50,4 +70,5 @@ class FilterModule:
         return {
             'ascend_compat': ascend_compat,
             'ascend_compat_rows': ascend_compat_rows,
+            'ascend_compat_waiver': ascend_compat_waiver,
         }

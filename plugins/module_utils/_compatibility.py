@@ -6,29 +6,37 @@
 
 """Private to the kunpeng_ascend.vllm collection: not a public API, it may change without notice.
 
-The compatibility set of vllm-ascend, as data, and pure functions that check a combination against it. Used on
-the controller by the ``ascend_compat`` filters and on the managed host by the ``ascend_preflight`` module, so
-it needs nothing but the standard library and ``_version``.
+The compatibility set of vllm-ascend, and pure functions that check a combination against it. Used on the controller
+by the ``ascend_compat`` filters and on the managed host by the ``ascend_preflight`` and ``ascend_doctor`` modules, so
+it needs nothing but the standard library, ``_version`` and the data in ``_compatibility_rows``.
 
 vllm-ascend's own policy is "pick one whole row": a vllm-ascend release is built and tested against one vLLM,
-one CANN, one torch / torch_npu pair and a Python range, and recommends an NPU driver (HDK). ``ROWS`` holds the
-rows of its versioning policy table. To support a new release, add one dict to ``ROWS`` (in any position; the
-functions order rows by vllm-ascend version themselves) with these keys:
+one CANN, one torch / torch_npu pair, one triton-ascend and a Python range, and recommends an NPU driver (HDK).
+``ROWS`` holds one dict per release (``_compatibility_rows`` says where each comes from and how to take a new
+upstream table), with these keys:
 
-``vllm_ascend``  vllm-ascend version, without the leading ``v`` (as pip prints it): ``'0.23.0'``.
-``vllm``         the vLLM version of the row: ``'0.23.0'``.
-``python``       the supported Python versions, comma-separated clauses (``>=``, ``>``, ``<=``, ``<``, ``==``,
-                 ``!=``): ``'>=3.10,<3.13'``.
-``cann``         the CANN toolkit version: ``'9.1.0'``, ``'8.3.RC2'``.
-``torch``        the torch version: ``'2.10.0'``.
-``torch_npu``    the torch_npu version: ``'2.10.0.post4'``.
-``driver``       the recommended NPU driver (HDK) version, ``None`` where the source gives none. Read as a minimum:
-                 a newer driver runs an older CANN, a CANN newer than the driver supports fails (the most
-                 reported vllm-ascend failure: vllm-ascend issues 13393, 5468 and 3190).
-``firmware``     the recommended NPU firmware version; the source publishes none, so ``None`` in every row
-                 (kept so that a row can carry one; a ``None`` is never a constraint).
-``image_tag``    the tag of the row's image in ``IMAGE_REPOSITORY`` (variants add a suffix of ``IMAGE_SUFFIXES``).
-``source``       where the row comes from.
+``vllm_ascend``    vllm-ascend version, without the leading ``v`` (as pip prints it): ``'0.23.0'``, ``'0.32.0rc1'``.
+``vllm``           the vLLM version of the row: ``'0.23.0'``.
+``python``         the supported Python versions, comma-separated clauses (``>=``, ``>``, ``<=``, ``<``, ``==``,
+                   ``!=``): ``'>=3.10,<3.13'``.
+``cann``           the CANN toolkit version: ``'9.1.0'``, ``'8.3.RC2'``.
+``torch``          the torch version: ``'2.10.0'``.
+``torch_npu``      the torch_npu version: ``'2.10.0.post4'`` (a ``+local`` part, as in ``2.9.0.post1+git4c901a4``, is
+                   the table's text; pip pins drop it).
+``triton_ascend``  the triton-ascend version, None where the release has none.
+``driver``         the recommended NPU driver (HDK) version, ``None`` where the source gives none. Read as a minimum:
+                   a newer driver runs an older CANN, a CANN newer than the driver supports fails (the most
+                   reported vllm-ascend failure: vllm-ascend issues 13393, 5468 and 3190).
+``firmware``       the recommended NPU firmware version; the source publishes none, so ``None`` in every row
+                   (kept so that a row can carry one; a ``None`` is never a constraint).
+``image_tag``      the tag of the row's image in ``IMAGE_REPOSITORY`` (variants add a suffix of
+                   ``_compatibility_rows.IMAGE_SUFFIXES``).
+``status``         ``final``, ``post`` (a post release of a final) or ``rc`` (a release candidate: accepted when asked
+                   for, never suggested).
+``source``         where the row comes from.
+
+Where a row's source does not publish a value (the releases after the newest table: ``LATER_ROWS``), it is None:
+a given version of that component cannot be confirmed against the row, which is a problem like a mismatch.
 
 Versions compare with ``_version.compare_ascend_versions``: case-insensitive, ``v`` prefixes and ``+local``
 parts ignored (``v0.9.1+empty`` is vLLM ``0.9.1``), ``8.3.rc2`` equals ``8.3.RC2``, ``25.5`` equals ``25.5.0``.
@@ -37,53 +45,54 @@ The driver rule. A row's *driver minimum* is its ``driver``; where that is unkno
 ``driver`` among the rows whose CANN is not newer (a newer CANN never needs an older driver than an older CANN
 did), marked as inferred; a row with no such row has no minimum. A driver *fits* a row when it is at least the
 row's minimum (or the row has none). ``rows_for_driver`` lists the rows a driver fits, newest first;
-``check_combination``'s suggestion is the first of them that also fits the given Python.
+``check_combination``'s suggestion is the first final or post release of them that also fits the given Python.
+
+The waiver. A combination outside the set runs only under a recorded waiver (``read_waiver``): a reason, an expiry
+date, and optionally the versions it covers. ``check_combination`` with a valid waiver that covers the combination
+reports it supported and ``waived``, with the problems it waives; a waiver without a reason, past its expiry, or
+covering other versions waives nothing, and says why.
 """
 
 from __future__ import annotations
 
+import datetime
 import re
 
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._compatibility_rows import (
+    DRIVERS,
+    IMAGE_REPOSITORY,
+    LATER_ROWS,
+    TABLE_ROWS,
+    TABLE_SOURCE,
+)
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._version import (
     compare_ascend_versions,
     is_ascend_version,
     parse_ascend_version,
 )
 
-SOURCE = ("vllm-ascend docs/source/community/versioning_policy.md (release compatibility matrix) and its "
-          "installation pages")
+SOURCE = TABLE_SOURCE
+_TABLE_FIELDS = ('vllm_ascend', 'vllm', 'python', 'cann', 'torch', 'torch_npu', 'triton_ascend')
 
-IMAGE_REPOSITORY = 'quay.io/ascend/vllm-ascend'
-# Image variants: tag + suffix (openEuler base, Atlas A3, both, Atlas 300I / 310P).
-IMAGE_SUFFIXES = ('', '-openeuler', '-a3', '-a3-openeuler', '-310p')
 
-ROWS = (
-    {'vllm_ascend': '0.23.0', 'vllm': '0.23.0', 'python': '>=3.10,<3.13', 'cann': '9.1.0',
-     'torch': '2.10.0', 'torch_npu': '2.10.0.post4', 'driver': '26.0.RC1', 'firmware': None,
-     'image_tag': 'v0.23.0', 'source': SOURCE},
-    {'vllm_ascend': '0.18.0', 'vllm': '0.18.0', 'python': '>=3.10,<3.12', 'cann': '8.5.1',
-     'torch': '2.9.0', 'torch_npu': '2.9.0.post1', 'driver': None, 'firmware': None,
-     'image_tag': 'v0.18.0', 'source': SOURCE},
-    {'vllm_ascend': '0.13.0', 'vllm': '0.13.0', 'python': '>=3.10,<3.12', 'cann': '8.5.0',
-     'torch': '2.8.0', 'torch_npu': '2.8.0.post2', 'driver': '25.5', 'firmware': None,
-     'image_tag': 'v0.13.0', 'source': SOURCE},
-    {'vllm_ascend': '0.11.0', 'vllm': '0.11.0', 'python': '>=3.9,<3.12', 'cann': '8.3.RC2',
-     'torch': '2.7.1', 'torch_npu': '2.7.1.post1', 'driver': None, 'firmware': None,
-     'image_tag': 'v0.11.0', 'source': SOURCE},
-    {'vllm_ascend': '0.9.1', 'vllm': '0.9.1', 'python': '>=3.9,<3.12', 'cann': '8.2.RC1',
-     'torch': '2.5.1', 'torch_npu': '2.5.1.post1', 'driver': None, 'firmware': None,
-     'image_tag': 'v0.9.1', 'source': SOURCE},
-    # The source writes this row's driver as ">= 24.1.RC1".
-    {'vllm_ascend': '0.7.3', 'vllm': '0.7.3', 'python': '>=3.9,<3.12', 'cann': '8.1.RC1',
-     'torch': '2.5.1', 'torch_npu': '2.5.1', 'driver': '24.1.RC1', 'firmware': None,
-     'image_tag': 'v0.7.3', 'source': SOURCE},
-)
+def _row(values, status, source):
+    row = dict(values, driver=DRIVERS.get(values['vllm_ascend']), firmware=None,
+               image_tag='v' + values['vllm_ascend'], status=status, source=source)
+    return row
+
+
+ROWS = tuple(
+    [_row(dict(zip(_TABLE_FIELDS, values)), 'post' if '.post' in values[0] else 'final', TABLE_SOURCE)
+     for values in TABLE_ROWS]
+    + [_row(dict((key, later[key]) for key in _TABLE_FIELDS), later['status'], later['source']) for later in LATER_ROWS])
 
 # The components a row pins exactly, in message order, and how messages name every component.
-SOFTWARE = ('vllm_ascend', 'vllm', 'cann', 'torch', 'torch_npu')
+SOFTWARE = ('vllm_ascend', 'vllm', 'cann', 'torch', 'torch_npu', 'triton_ascend')
 LABELS = {'vllm_ascend': 'vllm-ascend', 'vllm': 'vLLM', 'cann': 'CANN', 'torch': 'torch', 'torch_npu': 'torch_npu',
-          'driver': 'NPU driver', 'python': 'Python'}
+          'triton_ascend': 'triton-ascend', 'driver': 'NPU driver', 'python': 'Python'}
 COMPONENTS = SOFTWARE + ('driver', 'python')
+# The keys of a waiver, and of what it covers.
+WAIVER_KEYS = ('reason', 'expires', 'covers')
 
 _PYTHON_CLAUSE = re.compile(r'^\s*(>=|<=|==|!=|>|<)\s*(\S+)\s*$')
 _OPERATORS = {
@@ -91,6 +100,10 @@ _OPERATORS = {
     '!=': lambda order: order != 0, '>': lambda order: order > 0, '<': lambda order: order < 0,
 }
 _FAILURE_NOTE = 'a CANN newer than the driver supports is the most reported vllm-ascend failure'
+_CONTROL = re.compile(r'[\x00-\x1f\x7f]')
+_DATE = re.compile(r'\d{4}-\d{2}-\d{2}\Z')
+# A reason long enough to say something, short enough for a play's output and a report.
+REASON_LENGTH = (10, 500)
 
 
 def python_in_range(version, spec):
@@ -121,14 +134,38 @@ def driver_minimum(row, rows=ROWS):
 
 
 def describe_row(row, rows=ROWS):
-    """A copy of ``row`` plus ``image`` (the full image reference), ``driver_minimum`` and ``driver_minimum_from``.
+    """A copy of ``row`` plus ``image`` (the full image reference), ``driver_minimum``, ``driver_minimum_from``,
+    ``unpublished`` (the components its source gives no version for) and ``pins`` (see row_pins).
 
     ``driver_minimum_from`` is the vllm-ascend version of the row whose ``driver`` gave the minimum (the row's own
-    when it has one), None when there is no minimum.
+    when it has one), None when there is no minimum. triton-ascend counts as unpublished only in a row that publishes
+    no torch either (older releases have none at all).
     """
     minimum, origin = driver_minimum(row, rows)
     return dict(row, image='%s:%s' % (IMAGE_REPOSITORY, row['image_tag']), driver_minimum=minimum,
-                driver_minimum_from=origin['vllm_ascend'] if origin else None)
+                driver_minimum_from=origin['vllm_ascend'] if origin else None, unpublished=unpublished(row),
+                pins=row_pins(row))
+
+
+def row_pins(row):
+    """The pip pins of the whole row - torch, torch-npu, triton-ascend (where the release has one), vllm and
+    vllm-ascend - installed together so that pip cannot replace one behind the others' back; None when the row's
+    source does not publish them. A ``+local`` part of the table's text (2.9.0.post1+git4c901a4) is dropped: the pin
+    without it admits the local build, and PyPI has none."""
+    if unpublished(row):
+        return None
+    pins = ['torch==%s' % row['torch'], 'torch-npu==%s' % row['torch_npu'].split('+', 1)[0]]
+    if row['triton_ascend']:
+        pins.append('triton-ascend==%s' % row['triton_ascend'].split('+', 1)[0])
+    return pins + ['vllm==%s' % row['vllm'], 'vllm-ascend==%s' % row['vllm_ascend']]
+
+
+def unpublished(row):
+    """The components (keys) ``row``'s source gives no version for."""
+    missing = [key for key in ('python', 'torch', 'torch_npu') if row[key] is None]
+    if row['triton_ascend'] is None and row['torch'] is None:
+        missing.append('triton_ascend')
+    return missing
 
 
 def compatibility_rows(rows=ROWS):
@@ -157,9 +194,13 @@ def format_row(row, rows=ROWS):
         driver = 'NPU driver >= %s' % minimum
     else:
         driver = 'NPU driver >= %s (inferred)' % minimum
-    return ('vllm-ascend %s (vLLM %s, Python %s, CANN %s, torch %s, torch_npu %s, %s, image %s:%s)'
-            % (row['vllm_ascend'], row['vllm'], row['python'], row['cann'], row['torch'], row['torch_npu'],
-               driver, IMAGE_REPOSITORY, row['image_tag']))
+
+    def shown(key):
+        return row[key] if row[key] is not None else ('none' if key == 'triton_ascend' and row['torch'] else 'unpublished')
+    return ('vllm-ascend %s%s (vLLM %s, Python %s, CANN %s, torch %s, torch_npu %s, triton-ascend %s, %s, image %s:%s)'
+            % (row['vllm_ascend'], ' (release candidate)' if row['status'] == 'rc' else '', row['vllm'], shown('python'),
+               row['cann'], shown('torch'), shown('torch_npu'), shown('triton_ascend'), driver, IMAGE_REPOSITORY,
+               row['image_tag']))
 
 
 def _read_inputs(values):
@@ -180,7 +221,7 @@ def _read_inputs(values):
 
 
 def _same(left, right):
-    return compare_ascend_versions(left, right) == 0
+    return left is not None and right is not None and compare_ascend_versions(left, right) == 0
 
 
 def _matches(row, given):
@@ -190,7 +231,10 @@ def _matches(row, given):
 def _environment_problems(row, given, rows):
     """Sentences for the given Python and driver that ``row`` rules out."""
     problems = []
-    if 'python' in given and not python_in_range(given['python'], row['python']):
+    if 'python' in given and row['python'] is None:
+        problems.append('vllm-ascend %s publishes no Python range, so Python %s cannot be confirmed'
+                        % (row['vllm_ascend'], given['python']))
+    elif 'python' in given and not python_in_range(given['python'], row['python']):
         problems.append('Python %s is outside %s, the Python range of vllm-ascend %s'
                         % (given['python'], row['python'], row['vllm_ascend']))
     if 'driver' in given and not _driver_fits(row, given['driver'], rows):
@@ -227,45 +271,97 @@ def _mismatch_problems(given, ordered, rows):
         if key not in given or (reference and _same(reference[key], given[key])):
             continue
         known = [row[key] for row in ordered if _same(row[key], given[key])]
-        if reference and (known or key != 'vllm_ascend'):
+        if reference and reference[key] is None:
+            problems.append('vllm-ascend %s publishes no %s version, so %s %s cannot be confirmed'
+                            % (reference['vllm_ascend'], LABELS[key], LABELS[key], given[key]))
+        elif reference and (known or key != 'vllm_ascend'):
             problems.append('%s %s does not belong with vllm-ascend %s, whose row has %s %s'
                             % (LABELS[key], given[key], reference['vllm_ascend'], LABELS[key], reference[key]))
         else:
             problems.append('%s %s is in no row of the compatibility set (known: %s)'
-                            % (LABELS[key], given[key], ', '.join(dict.fromkeys(row[key] for row in ordered))))
+                            % (LABELS[key], given[key],
+                               ', '.join(dict.fromkeys(row[key] for row in ordered if row[key] is not None))))
     if reference:
         problems.extend(_environment_problems(reference, given, rows))
     return problems
 
 
-def check_combination(vllm_ascend=None, vllm=None, cann=None, torch=None, torch_npu=None, driver=None, python=None,
-                      rows=ROWS):
+def read_waiver(waiver, today):
+    """Read a waiver (a dict: ``reason``, ``expires`` as YYYY-MM-DD, optional ``covers``: component -> version) on
+    ``today`` (a datetime.date). Returns (the waiver as plain strings, or None; the problems that make it void: not
+    a dict, no reason, no or a bad date, past its expiry, bad covers). None gives (None, [])."""
+    if waiver is None:
+        return None, []
+    if not isinstance(waiver, dict):
+        return None, ['the waiver must be a dict with reason and expires (YYYY-MM-DD), not %s' % type(waiver).__name__]
+    problems = ['the waiver has no key %s (its keys are %s)' % (key, ', '.join(WAIVER_KEYS))
+                for key in sorted(set(waiver) - set(WAIVER_KEYS), key=str)]
+    reason = waiver.get('reason')
+    if not isinstance(reason, str) or not REASON_LENGTH[0] <= len(reason.strip()) <= REASON_LENGTH[1] \
+            or _CONTROL.search(reason):
+        problems.append('the waiver needs a reason: %d to %d characters on one line saying who accepted the risk and '
+                        'why (a change ticket)' % REASON_LENGTH)
+    expires = waiver.get('expires')
+    if isinstance(expires, datetime.date):
+        expires = expires.isoformat()[:10]
+    expiry = None
+    if isinstance(expires, str) and _DATE.match(expires):
+        try:
+            expiry = datetime.date(*(int(part) for part in expires.split('-')))
+        except ValueError:
+            pass
+    if expiry is None:
+        problems.append('the waiver needs expires, the last day it holds, as YYYY-MM-DD (not %r)' % (expires,))
+    elif expiry < today:
+        problems.append('the waiver expired on %s (reason: %s): renew it with a new date, or use a combination of the '
+                        'compatibility set' % (expiry.isoformat(), str(reason).strip()))
+    covers = waiver.get('covers') or {}
+    if not isinstance(covers, dict) or any(key not in COMPONENTS for key in covers) \
+            or not all(isinstance(value, str) and is_ascend_version(value) and not _CONTROL.search(value)
+                       for value in covers.values()):
+        problems.append('the waiver\'s covers must map components (%s) to version strings' % ', '.join(COMPONENTS))
+        covers = {}
+    if problems:
+        return None, problems
+    return {'reason': reason.strip(), 'expires': expiry.isoformat(),
+            'covers': dict((key, value.strip()) for key, value in sorted(covers.items()))}, []
+
+
+def check_combination(vllm_ascend=None, vllm=None, cann=None, torch=None, torch_npu=None, triton_ascend=None,
+                      driver=None, python=None, rows=ROWS, waiver=None, today=None):
     """Check a combination of versions against the compatibility set. Every argument is optional.
 
     Returns a dict:
 
-    ``supported``   whether one row holds every given vllm-ascend / vLLM / CANN / torch / torch_npu version and
-                    admits the given Python and NPU driver (with nothing but a driver or Python given: whether a
-                    row admits them).
+    ``supported``   whether one row holds every given vllm-ascend / vLLM / CANN / torch / torch_npu / triton-ascend
+                    version and admits the given Python and NPU driver (with nothing but a driver or Python given:
+                    whether a row admits them), or a valid waiver covers the combination.
     ``row``         (described, see describe_row) the newest row that does so; when none does, the newest row
                     holding the given software versions (which Python or the driver rules out); null when no
                     row holds them all.
     ``problems``    one sentence per mismatch, naming the component, the given and the supported value;
-                    empty when supported.
-    ``suggestion``  (described) the newest row the given driver fits that also admits the given Python (see the
-                    driver rule in the module docstring); null without a driver or when it fits no row.
+                    empty when supported (also when waived).
+    ``suggestion``  (described) the newest final or post release the given driver fits that also admits the given
+                    Python (see the driver rule in the module docstring); null without a driver or when it fits no row.
+    ``waived``      whether only the waiver makes it supported; ``waiver`` is then the waiver (reason, expires,
+                    covers) and ``waived_problems`` what it waives. ``waiver_problems``: why a given waiver waives
+                    nothing (void, expired, covering other versions), empty when it holds or is not needed.
 
-    A value that is not a version string (a YAML number such as 3.10) is a problem, never an exception.
+    ``waiver`` is a dict (see read_waiver), checked on ``today`` (a datetime.date; the local date when None). A
+    value that is not a version string (a YAML number such as 3.10) is a problem, never an exception, and no
+    waiver covers it.
     """
     given, problems = _read_inputs({'vllm_ascend': vllm_ascend, 'vllm': vllm, 'cann': cann, 'torch': torch,
-                                    'torch_npu': torch_npu, 'driver': driver, 'python': python})
+                                    'torch_npu': torch_npu, 'triton_ascend': triton_ascend, 'driver': driver,
+                                    'python': python})
     ordered = _newest_first(rows)
     environment = dict((key, given[key]) for key in ('driver', 'python') if key in given)
     suggestion = None
     if 'driver' in given:
-        suggestion = next((describe_row(row, rows) for row in ordered if not _environment_problems(row, environment, rows)),
-                          None)
-    result = {'supported': False, 'row': None, 'problems': problems, 'suggestion': suggestion}
+        suggestion = next((describe_row(row, rows) for row in ordered
+                           if row['status'] != 'rc' and not _environment_problems(row, environment, rows)), None)
+    result = {'supported': False, 'row': None, 'problems': problems, 'suggestion': suggestion, 'waived': False,
+              'waiver': None, 'waived_problems': [], 'waiver_problems': []}
     if problems:
         return result
     candidates = [row for row in ordered if _matches(row, given)]
@@ -278,14 +374,36 @@ def check_combination(vllm_ascend=None, vllm=None, cann=None, torch=None, torch_
         result.update(row=describe_row(candidates[0], rows), problems=_environment_problems(candidates[0], given, rows))
     else:
         result['problems'] = _mismatch_problems(given, ordered, rows)
+    if waiver is not None:
+        _apply_waiver(result, given, waiver, today or datetime.date.today())
     return result
+
+
+def _apply_waiver(result, given, waiver, today):
+    read, problems = read_waiver(waiver, today)
+    if result['supported']:
+        if problems:
+            result['waiver_problems'] = problems + ['the combination is in the compatibility set, so the waiver is not '
+                                                    'needed: remove it']
+        return
+    if read is not None:
+        uncovered = ['%s %s' % (LABELS[key], value) for key, value in read['covers'].items()
+                     if key not in given or not _same(given[key], value)]
+        if uncovered:
+            combination = ', '.join('%s %s' % (LABELS[key], given[key]) for key in COMPONENTS if key in given)
+            problems = ['the waiver covers %s, not this combination (%s)' % (', '.join(uncovered), combination)]
+    if problems:
+        result['waiver_problems'] = problems
+        return
+    result.update(supported=True, waived=True, waiver=read, waived_problems=result['problems'], problems=[])
 
 
 def _environment_only_problems(environment, ordered, rows):
     """Sentences for a Python and / or driver that no row admits (no software version given)."""
-    if 'python' in environment and not any(python_in_range(environment['python'], row['python']) for row in ordered):
+    ranges = [row['python'] for row in ordered if row['python'] is not None]
+    if 'python' in environment and not any(python_in_range(environment['python'], spec) for spec in ranges):
         return ['Python %s is outside the Python range of every row of the compatibility set (%s)'
-                % (environment['python'], ', '.join(dict.fromkeys(row['python'] for row in ordered)))]
+                % (environment['python'], ', '.join(dict.fromkeys(ranges)))]
     if 'driver' in environment and not any(_driver_fits(row, environment['driver'], rows) for row in ordered):
         lowest = ordered[0]
         for row in ordered:

@@ -134,10 +134,12 @@ def release_from_image(image):
     return match.group(1) if match else None
 
 
-def check_versions(driver, firmware, cann, vllm_ascend, mode=None):
+def check_versions(driver, firmware, cann, vllm_ascend, mode=None, waiver=None, today=None):
     """The versions finding: the installed driver, firmware and CANN and the service's vllm-ascend release, and
-    whether the release fits the driver (vllm_service's preflight rule) and, in native mode, the host's CANN."""
-    details = {'driver': driver, 'firmware': firmware, 'cann': cann, 'vllm_ascend': vllm_ascend, 'mode': mode}
+    whether the release fits the driver (vllm_service's preflight rule, under the same ``waiver``: a waived
+    combination warns, naming the waiver's reason and expiry) and, in native mode, the host's CANN."""
+    details = {'driver': driver, 'firmware': firmware, 'cann': cann, 'vllm_ascend': vllm_ascend, 'mode': mode,
+               'waiver': None}
     if not driver:
         return finding('versions', 'fail', 'No NPU driver is installed (no driver version.info)', details,
                        'Install it: run playbooks/site.yml (role kunpeng_ascend.vllm.npu_driver) on this host')
@@ -147,9 +149,17 @@ def check_versions(driver, firmware, cann, vllm_ascend, mode=None):
                        % driver, details,
                        'Set vllm_service_vllm_ascend_version (such as 0.13.0) in the inventory, or a versioned '
                        'vllm_service_image tag')
-    result = check_combination(vllm_ascend=vllm_ascend, driver=driver)
+    result = check_combination(vllm_ascend=vllm_ascend, driver=driver, waiver=waiver, today=today)
     details['row'] = result['row']
     details['suggestion'] = result['suggestion']
+    if result['waived']:
+        details['waiver'] = dict(result['waiver'], waives=result['waived_problems'])
+        return finding('versions', 'warn', 'vllm-ascend %s on NPU driver %s is outside the compatibility set and runs '
+                       'under a waiver until %s (reason: %s): %s'
+                       % (vllm_ascend, driver, result['waiver']['expires'], result['waiver']['reason'],
+                          '; '.join(result['waived_problems'])), details,
+                       'Move to a row of the compatibility set before %s, or renew the waiver (ascend_compat_waiver)'
+                       % result['waiver']['expires'])
     if not result['supported']:
         suggestion = result['suggestion']
         if suggestion:
@@ -159,7 +169,7 @@ def check_versions(driver, firmware, cann, vllm_ascend, mode=None):
         else:
             fix = 'No row of the compatibility set fits driver %s: upgrade the NPU driver (npu_driver_version)' % driver
         return finding('versions', 'fail', 'vllm-ascend %s does not fit NPU driver %s: %s'
-                       % (vllm_ascend, driver, '; '.join(result['problems'])), details, fix)
+                       % (vllm_ascend, driver, '; '.join(result['problems'] + result['waiver_problems'])), details, fix)
     problems = []
     if mode == 'native' and cann:
         cann_result = check_combination(vllm_ascend=vllm_ascend, cann=cann)

@@ -19,6 +19,9 @@ How a version is read (case-insensitive, surrounding blanks ignored):
   number (``rc1``, ``RC2``, ``T63``), and any pre-release sorts before the release itself (``24.1.rc1`` <
   ``24.1.rc3`` < ``24.1`` = ``24.1.0``; ``8.0.T63`` < ``8.0.RC1`` < ``8.0.0``);
 * then ``postN`` (torch_npu), after the release it follows (``2.7.1`` < ``2.7.1.post1``);
+* a PEP 440 tag may be glued to the number before it (``0.13.0rc3`` is ``0.13.0.rc3``), and ``devN`` (a
+  development release) sorts before what it develops (``3.2.0.dev20260322`` < ``3.2.0rc1`` < ``3.2.0``;
+  ``2.5.1.post1.dev20250619`` < ``2.5.1.post1``);
 * then build numbers: numbers, or ``b``/``build`` and a number (``.7`` of ``24.1.rc3.7``, ``.b010`` of
   ``25.0.rc1.b010``, ``.B020`` of ``8.0.T63.B020``), compared by their numbers: a build sorts after the same
   version without one (``24.1.rc3`` < ``24.1.rc3.7`` < ``24.1.rc4``). A ``b`` is always Huawei's build number,
@@ -35,9 +38,11 @@ from __future__ import annotations
 import re
 
 _TOKEN = re.compile(r'^(?P<letters>[a-z]*)(?P<number>\d*)$')
+_GLUED = re.compile(r'^(\d+)((?:alpha|beta|rc|post|dev)\d*)$')
 # Pre-release tags and their rank; a release without one ranks above them all.
 _PRE_RELEASE_RANKS = {'alpha': 0, 'beta': 1, 't': 2, 'rc': 3}
 _RELEASE_RANK = 9
+_DEV_RANK = -1
 
 
 def _split(text):
@@ -47,7 +52,11 @@ def _split(text):
     if cleaned.startswith('v') and cleaned[1:2].isdigit():
         cleaned = cleaned[1:]
     cleaned = cleaned.split('+', 1)[0]
-    tokens = re.split(r'[._-]', cleaned)
+    tokens = []
+    for token in re.split(r'[._-]', cleaned):
+        # PEP 440 glues a tag to the number before it (0.13.0rc3, 1.0dev2): read it as 0.13.0.rc3.
+        glued = _GLUED.match(token)
+        tokens.extend(glued.groups() if glued else (token,))
     if not cleaned or not tokens[0].isdigit():
         raise ValueError('%r is not a version: it must start with a number, as in 24.1.RC1 or 8.5.1' % (text,))
     return tokens
@@ -63,6 +72,9 @@ def parse_ascend_version(text):
         release.pop()
     pre = (_RELEASE_RANK, 0)
     post = -1
+    # A development release (PEP 440 devN) sorts before what it develops: 3.2.0.dev1 < 3.2.0rc1, and
+    # 2.5.1.post1.dev2 < 2.5.1.post1.
+    dev = (1, 0)
     builds = []
     for token in tokens:
         match = _TOKEN.match(token)
@@ -70,6 +82,14 @@ def parse_ascend_version(text):
             raise ValueError('%r is not a version: %r is neither a number nor a tag such as rc1, post2 or b010'
                              % (text, token))
         letters, number = match.group('letters'), int(match.group('number') or 0)
+        if letters == 'dev' and dev == (1, 0) and not builds:
+            if pre[0] == _RELEASE_RANK and post < 0:
+                pre = (_DEV_RANK, number)
+            else:
+                dev = (0, number)
+            continue
+        if dev != (1, 0) and letters:
+            raise ValueError('%r is not a version: %r follows a development release tag' % (text, token))
         if pre[0] == _RELEASE_RANK and post < 0 and not builds and letters in _PRE_RELEASE_RANKS:
             pre = (_PRE_RELEASE_RANKS[letters], number)
         elif letters == 'post' and post < 0 and not builds:
@@ -79,7 +99,7 @@ def parse_ascend_version(text):
         else:
             raise ValueError('%r is not a version: %r is neither a number nor a tag such as rc1, post2 or b010'
                              % (text, token))
-    return (tuple(release), pre, post, tuple(builds))
+    return (tuple(release), pre, post, dev, tuple(builds))
 
 
 def is_ascend_version(text):

@@ -80,6 +80,14 @@ options:
         pip packages.
       - Not set, the C(versions) check warns that the fit is unknown.
     type: str
+  compat_waiver:
+    description:
+      - The waiver the service runs under outside the compatibility set (C(ascend_compat_waiver)) - C(reason),
+        C(expires) (YYYY-MM-DD) and optionally C(covers), as the
+        P(kunpeng_ascend.vllm.ascend_compat#filter) filter reads it, checked on the host's date.
+      - A combination it covers is a warning naming the reason and the expiry, not a failure; a void or expired
+        waiver waives nothing.
+    type: dict
   root:
     description: Root of the file system the version files and the persisted tuning files are read under (tests).
     type: path
@@ -284,7 +292,8 @@ class Doctor:
         toolkit = read_toolkit(fs, read_cann_install_record(fs, self.warnings), self.warnings)
         release = self.params['vllm_ascend_version']
         return dict(driver=(driver or {}).get('version'), firmware=(firmware or {}).get('version'),
-                    cann=(toolkit or {}).get('version'), vllm_ascend=release[1:] if release and release[0] in 'vV' else release)
+                    cann=(toolkit or {}).get('version'), vllm_ascend=release[1:] if release and release[0] in 'vV' else release,
+                    waiver=self.params['compat_waiver'])
 
     def npu_smi(self):
         """(info, error, error codes by NPU)."""
@@ -480,6 +489,7 @@ def main():
             container_engine=dict(type='str', default='docker', choices=['docker', 'podman', 'containerd']),
             container_name=dict(type='str'),
             vllm_ascend_version=dict(type='str'),
+            compat_waiver=dict(type='dict'),
             root=dict(type='path', default='/'),
             proc_path=dict(type='path', default='/proc'),
             sysfs_path=dict(type='path', default='/sys'),

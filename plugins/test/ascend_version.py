@@ -14,8 +14,9 @@ from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._version impor
 
 # Written as a host writes it: numbers and tags joined by single dots, starting with a number, nothing else. The
 # parser reads more (blanks, v24.1, 24.1-rc1, +local) but a role compares the text itself with the host's files
-# and puts it in commands, so only what needs no reading-around passes.
-_AS_WRITTEN = re.compile(r'[0-9]+(\.[0-9A-Za-z]+)+\Z')
+# and puts it in commands, so only what needs no reading-around passes. Huawei never glues a tag to a number
+# (24.1.0rc1), which the parser reads the PEP 440 way (vllm-ascend 0.13.0rc3).
+_AS_WRITTEN = re.compile(r'[0-9]+(\.([0-9]+|[A-Za-z]+[0-9]*))+\Z')
 
 
 def ascend_version(value):

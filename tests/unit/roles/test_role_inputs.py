@@ -36,6 +36,10 @@ NNAL = PACKAGES + 'Ascend-cann-nnal_8.1.RC1_linux-aarch64.run'
 CHECKSUM = 'sha256:' + '9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08'
 URL_SOURCE = {'url': 'https://example.invalid/ascend/Ascend-cann-toolkit_8.1.RC1_linux-aarch64.run', 'checksum': CHECKSUM}
 MISSING = object()
+# A waiver of the compatibility set that holds for years yet.
+WAIVER = {'reason': 'CHG-4711: vllm-ascend 0.31.0 validated on two A2 nodes', 'expires': '2099-12-31'}
+WAIVER_MESSAGE = ('%s_compat_waiver (default: ascend_compat_waiver) must be null or a waiver with reason and expires '
+                  '(YYYY-MM-DD) that holds today: %s')
 
 # Values that pass, on top of the role defaults (the inputs the roles require have none). A case drops one of them by
 # giving it the value MISSING.
@@ -121,6 +125,15 @@ DICT_STRINGS = {
     'vllm_service_model_source': (
         lambda char: {'src': '/srv/models/tiny' + char},
         lambda char: {'path': '/mnt/nfs/models/tiny' + char},
+    ),
+    'vllm_service_compat_waiver': (
+        lambda char: dict(WAIVER, reason=WAIVER['reason'] + char),
+        lambda char: dict(WAIVER, expires=WAIVER['expires'] + char),
+        lambda char: dict(WAIVER, covers={'vllm_ascend': '0.31.0' + char}),
+    ),
+    'cann_compat_waiver': (
+        lambda char: dict(WAIVER, reason=WAIVER['reason'] + char),
+        lambda char: dict(WAIVER, covers={'cann' + char: '9.3.0'}),
     ),
     'cann_kernels_package': (
         lambda char: {'910b': {'path': KERNELS + char}},
@@ -405,6 +418,16 @@ CASES = {
         ONE_SOURCE % (('cann_kernels_package.910b',) * 3 + (json.dumps({'path': KERNELS, 'url': URL_SOURCE['url']}),))]),
     'cann_nnal_package relative path': ('cann', {'cann_nnal_package': {'path': 'nnal.run'}}, [
         'cann_nnal_package.path must be an absolute path of a file on the host (not ending in /) without control characters; got "nnal.run"']),
+    # The waiver of the compatibility set: checked alone before anything, as the cann and vllm_service roles take it.
+    'vllm_service waiver': ('vllm_service', {'vllm_service_compat_waiver': WAIVER}, None),
+    'vllm_service waiver without a reason': ('vllm_service', {'vllm_service_compat_waiver': {'expires': '2099-12-31'}}, [
+        WAIVER_MESSAGE % ('vllm_service', 'the waiver needs a reason: 10 to 500 characters on one line saying who accepted '
+                          'the risk and why (a change ticket)')]),
+    'vllm_service waiver past its expiry': ('vllm_service', {'vllm_service_compat_waiver': dict(WAIVER, expires='2020-01-31')}, [
+        WAIVER_MESSAGE % ('vllm_service', 'the waiver expired on 2020-01-31 (reason: %s): renew it with a new date, or use a '
+                          'combination of the compatibility set' % WAIVER['reason'])]),
+    'cann waiver with a date of another form': ('cann', {'cann_compat_waiver': dict(WAIVER, expires='31.12.2099')}, [
+        WAIVER_MESSAGE % ('cann', "the waiver needs expires, the last day it holds, as YYYY-MM-DD (not '31.12.2099')")]),
     # package_fetch, as the roles call it for each source
     'package_fetch url with checksum': ('package_fetch', {}, None),
     'package_fetch url naming no file': ('package_fetch', {'package_fetch_source': {'url': 'https://example.invalid/', 'checksum': CHECKSUM}}, [

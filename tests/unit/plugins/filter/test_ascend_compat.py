@@ -27,9 +27,10 @@ from ansible_collections.kunpeng_ascend.vllm.tests.helpers import ansible_debug
 FILTER_DIR = os.path.dirname(plugin.__file__)
 
 
-def test_the_plugin_exposes_both_filters():
+def test_the_plugin_exposes_its_three_filters():
     assert plugin.FilterModule().filters() == {'ascend_compat': plugin.ascend_compat,
-                                               'ascend_compat_rows': plugin.ascend_compat_rows}
+                                               'ascend_compat_rows': plugin.ascend_compat_rows,
+                                               'ascend_compat_waiver': plugin.ascend_compat_waiver}
 
 
 def test_ascend_compat_is_check_combination():
@@ -47,14 +48,14 @@ def test_unknown_keys_are_an_error_naming_them():
     with pytest.raises(AnsibleFilterError) as raised:
         plugin.ascend_compat({'cann_version': '8.5.0', 'hdk': '25.5', 'cann': '8.5.0'})
     assert str(raised.value) == ('ascend_compat: unknown key(s) cann_version, hdk; the keys are vllm_ascend, vllm, cann, '
-                                 'torch, torch_npu, driver, python')
+                                 'torch, torch_npu, triton_ascend, driver, python')
 
 
 def test_input_that_is_not_a_dict_is_an_error():
     with pytest.raises(AnsibleFilterError) as raised:
         plugin.ascend_compat(['8.5.0'])
     assert str(raised.value) == ('ascend_compat: the input must be a dict of versions with keys among vllm_ascend, vllm, '
-                                 'cann, torch, torch_npu, driver, python, not list')
+                                 'cann, torch, torch_npu, triton_ascend, driver, python, not list')
 
 
 @pytest.mark.parametrize('driver', [None, '', '  '])
@@ -63,7 +64,8 @@ def test_rows_without_a_driver_are_all_rows(driver):
 
 
 def test_rows_for_a_driver():
-    assert [row['vllm_ascend'] for row in plugin.ascend_compat_rows(' 24.1.rc1 ')] == ['0.11.0', '0.9.1', '0.7.3']
+    rows = plugin.ascend_compat_rows(' 24.1.rc1 ')
+    assert [row['vllm_ascend'] for row in rows] == ['0.11.0', '0.9.1', '0.7.3.post1', '0.7.3']
 
 
 def test_rows_for_a_driver_that_is_not_a_version():
@@ -87,10 +89,10 @@ def test_through_a_template():
     assert run_ansible_debug("({'driver': driver} | kunpeng_ascend.vllm.ascend_compat).suggestion.image",
                              {'driver': '25.5.0'}) == 'quay.io/ascend/vllm-ascend:v0.18.0'
     assert run_ansible_debug("driver | kunpeng_ascend.vllm.ascend_compat_rows | map(attribute='cann') | list",
-                             {'driver': '25.5.0'}) == ['8.5.1', '8.5.0', '8.3.RC2', '8.2.RC1', '8.1.RC1']
+                             {'driver': '25.5.0'}) == ['8.5.1', '8.5.0', '8.3.RC2', '8.2.RC1', '8.1.RC1', '8.1.RC1']
 
 
-@pytest.mark.parametrize('name', ['ascend_compat', 'ascend_compat_rows'])
+@pytest.mark.parametrize('name', ['ascend_compat', 'ascend_compat_rows', 'ascend_compat_waiver'])
 def test_each_filter_has_its_documentation_sidecar(name):
     with open(os.path.join(FILTER_DIR, name + '.yml'), encoding='utf-8') as sidecar:
         docs = yaml.safe_load(sidecar)
@@ -102,4 +104,34 @@ def test_each_filter_has_its_documentation_sidecar(name):
 def test_the_documented_row_sample_is_a_real_row():
     with open(os.path.join(FILTER_DIR, 'ascend_compat.yml'), encoding='utf-8') as sidecar:
         docs = yaml.safe_load(sidecar)
-    assert docs['RETURN']['_value']['contains']['row']['sample'] == describe_row(ROWS[0])
+    row = describe_row(next(row for row in ROWS if row['vllm_ascend'] == '0.23.0'))
+    # The sample names its source in general; the row names the commit.
+    assert docs['RETURN']['_value']['contains']['row']['sample'] == dict(
+        row, source='vllm-ascend docs/source/community/versioning_policy.md, release compatibility matrix, at a named '
+                    'commit')
+
+
+def test_a_waiver_through_a_template_holds_until_its_day_and_is_reported():
+    waiver = {'reason': 'CHG-4711: validated on two A2 nodes', 'expires': '2027-01-31'}
+    expression = ("({'vllm_ascend': '0.31.0', 'driver': '26.0.RC1'} | kunpeng_ascend.vllm.ascend_compat("
+                  "waiver=waiver, today=today)) | dict2items | selectattr('key', 'in', ['supported', 'waived']) "
+                  "| items2dict")
+    assert run_ansible_debug(expression, {'waiver': waiver, 'today': '2027-01-31'}) == {'supported': True,
+                                                                                        'waived': True}
+    assert run_ansible_debug(expression, {'waiver': waiver, 'today': '2027-02-01'}) == {'supported': False,
+                                                                                        'waived': False}
+
+
+def test_today_that_is_not_a_date_is_an_error():
+    with pytest.raises(AnsibleFilterError) as raised:
+        plugin.ascend_compat({'vllm_ascend': '0.31.0'}, waiver={}, today='tomorrow')
+    assert str(raised.value) == "ascend_compat: today must be a date as YYYY-MM-DD, not 'tomorrow'"
+
+
+def test_a_waiver_alone_is_read_with_its_problems():
+    waiver = {'reason': 'CHG-4711: validated on two A2 nodes', 'expires': '2027-01-31'}
+    assert plugin.ascend_compat_waiver(waiver, today='2027-01-31') == {
+        'waiver': {'reason': waiver['reason'], 'expires': '2027-01-31', 'covers': {}}, 'problems': []}
+    assert plugin.ascend_compat_waiver(None) == {'waiver': None, 'problems': []}
+    expired = plugin.ascend_compat_waiver(waiver, today='2027-02-01')
+    assert expired['waiver'] is None and expired['problems'][0].startswith('the waiver expired on 2027-01-31')

@@ -4,13 +4,16 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
 
-"""The compatibility set (the rows of vllm-ascend's versioning policy) and the checks against it."""
+"""The compatibility set (the rows of vllm-ascend's versioning policy, checked against pinned copies of the upstream
+table with tools/compat_rows.py), the checks against it and the waiver."""
 
 from __future__ import annotations
 
+import datetime
+
 import pytest
 
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils import _compatibility
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils import _compatibility, _compatibility_rows
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._compatibility import (
     ROWS,
     SOURCE,
@@ -20,58 +23,86 @@ from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._compatibility
     driver_minimum,
     format_row,
     python_in_range,
+    read_waiver,
     rows_for_driver,
 )
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._compatibility_rows import TABLE_ROWS
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._version import is_ascend_version
+from ansible_collections.kunpeng_ascend.vllm.tests.helpers import load_fixture, tool_module
 
-ROW_KEYS = {'vllm_ascend', 'vllm', 'python', 'cann', 'torch', 'torch_npu', 'driver', 'firmware', 'image_tag', 'source'}
-
-# The table of the reference (vllm-ascend versioning_policy.md), as printed there: vllm-ascend, vLLM, Python, CANN,
-# torch / torch_npu, HDK driver recommended ('—' = unknown).
-REFERENCE_TABLE = """
-| v0.23.0 | v0.23.0 | >=3.10,<3.13 | 9.1.0 | 2.10.0 / 2.10.0.post4 | 26.0.RC1 |
-| v0.18.0 | v0.18.0 | >=3.10,<3.12 | 8.5.1 | 2.9.0 / 2.9.0.post1 | — |
-| v0.13.0 | v0.13.0 | >=3.10,<3.12 | 8.5.0 | 2.8.0 / 2.8.0.post2 | 25.5 |
-| v0.11.0 | v0.11.0 | >=3.9,<3.12 | 8.3.RC2 | 2.7.1 / 2.7.1.post1 | — |
-| v0.9.1 | v0.9.1 | >=3.9,<3.12 | 8.2.RC1 | 2.5.1 / 2.5.1.post1 | — |
-| v0.7.3 | v0.7.3 | >=3.9,<3.12 | 8.1.RC1 | 2.5.1 / 2.5.1 | >= 24.1.RC1 |
-"""
+ROW_KEYS = {'vllm_ascend', 'vllm', 'python', 'cann', 'torch', 'torch_npu', 'triton_ascend', 'driver', 'firmware',
+            'image_tag', 'status', 'source'}
+COMPAT_ROWS = tool_module('compat_rows.py')
+UPSTREAM = load_fixture('vllm-ascend-versioning_policy.md_182b75e_2026-08-22_to-v0.23.0.txt')
+MIRROR = load_fixture('vllm-ascend-versioning_policy.md_hust-mirror-4edb35a_2026-09-21_to-v0.26.0rc1_table-excerpt.txt')
+NEWEST_FIRST = ['0.32.0rc1', '0.30.0', '0.23.0.post1', '0.23.0', '0.18.0', '0.13.0', '0.11.0', '0.9.1', '0.7.3.post1',
+                '0.7.3']
+TODAY = datetime.date(2026, 12, 1)
+WAIVER = {'reason': 'CHG-4711: vllm-ascend 0.31.0 validated by the platform team on two A2 nodes',
+          'expires': '2027-01-31'}
 
 DRIVER_NOTE = 'a CANN newer than the driver supports is the most reported vllm-ascend failure'
-
-
-def reference_rows():
-    rows = []
-    for line in REFERENCE_TABLE.strip().splitlines():
-        vllm_ascend, vllm, python, cann, torches, driver = [cell.strip() for cell in line.strip('|').split('|')]
-        torch, torch_npu = [part.strip() for part in torches.split('/')]
-        rows.append({'vllm_ascend': vllm_ascend[1:], 'vllm': vllm[1:], 'python': python, 'cann': cann, 'torch': torch,
-                     'torch_npu': torch_npu, 'driver': None if driver == '—' else driver.lstrip('>= '),
-                     'firmware': None, 'image_tag': vllm_ascend, 'source': SOURCE})
-    return rows
 
 
 def versions(rows, key='vllm_ascend'):
     return [row[key] for row in rows]
 
 
+def by_version(version):
+    return next(row for row in ROWS if row['vllm_ascend'] == version)
+
+
 # --- the data ------------------------------------------------------------------------------------------------
 
-def test_rows_are_the_reference_table_and_only_it():
-    assert list(ROWS) == reference_rows()
+def test_the_table_rows_are_the_final_and_post_rows_of_the_newest_upstream_table_read():
+    rows = COMPAT_ROWS.parse_rows(MIRROR, pytest.fail)
+    assert COMPAT_ROWS.differences(rows, TABLE_ROWS) == []
+
+
+def test_the_upstream_commit_holds_the_same_rows_but_the_later_post_release():
+    rows = COMPAT_ROWS.parse_rows(UPSTREAM, pytest.fail)
+    assert COMPAT_ROWS.differences(rows, TABLE_ROWS) == ['row 0.23.0.post1 is not in the file']
+    # PR 14579 corrected v0.23.0 after its release (CANN 9.0.1 -> 9.1.0): the collection has the corrected row.
+    assert by_version('0.23.0')['cann'] == '9.1.0'
+
+
+def test_an_upstream_edit_of_a_released_row_is_a_difference():
+    edited = MIRROR.replace('| v0.18.0     | v0.18.0           | >= 3.10, < 3.12 | 8.5.1 ',
+                            '| v0.18.0     | v0.18.0           | >= 3.10, < 3.12 | 9.0.0 ')
+    assert COMPAT_ROWS.differences(COMPAT_ROWS.parse_rows(edited, pytest.fail), TABLE_ROWS) == [
+        "changed row 0.18.0: cann '8.5.1' -> '9.0.0'"]
 
 
 def test_every_row_has_the_documented_keys_and_readable_values():
     for row in ROWS:
         assert set(row) == ROW_KEYS
-        for key in ('vllm_ascend', 'vllm', 'cann', 'torch', 'torch_npu'):
+        for key in ('vllm_ascend', 'vllm', 'cann'):
             assert is_ascend_version(row[key]), (row['vllm_ascend'], key)
-        assert row['driver'] is None or is_ascend_version(row['driver'])
+        for key in ('torch', 'torch_npu', 'triton_ascend', 'driver'):
+            assert row[key] is None or is_ascend_version(row[key]), (row['vllm_ascend'], key)
         assert row['firmware'] is None
-        assert python_in_range('3.10', row['python']) in (True, False)
+        assert row['python'] is None or python_in_range('3.10', row['python']) in (True, False)
         assert row['image_tag'] == 'v' + row['vllm_ascend']
-        assert 'versioning_policy.md' in row['source']
+        assert row['status'] == ('rc' if 'rc' in row['vllm_ascend'] else 'post' if 'post' in row['vllm_ascend']
+                                 else 'final')
     assert len(set(versions(ROWS))) == len(ROWS)
+
+
+def test_the_rows_of_the_table_name_it_and_the_later_ones_their_own_source():
+    for row in ROWS[:len(TABLE_ROWS)]:
+        assert row['source'] == SOURCE and 'versioning_policy.md' in row['source'] and '182b75ea' in row['source']
+        assert row['torch'] and row['torch_npu'] and row['python']
+    for row in ROWS[len(TABLE_ROWS):]:
+        assert row['source'] != SOURCE and 'https://' in row['source']
+
+
+def test_the_releases_after_the_table_are_known_for_their_cann_and_image_and_unpublished_otherwise():
+    rows = dict((row['vllm_ascend'], row) for row in compatibility_rows())
+    assert (rows['0.30.0']['cann'], rows['0.30.0']['image'], rows['0.30.0']['status']) == (
+        '9.2.1', 'quay.io/ascend/vllm-ascend:v0.30.0', 'final')
+    assert rows['0.30.0']['unpublished'] == ['python', 'torch', 'torch_npu', 'triton_ascend']
+    assert (rows['0.32.0rc1']['cann'], rows['0.32.0rc1']['status']) == ('9.2', 'rc')
+    assert rows['0.23.0']['unpublished'] == [] and rows['0.11.0']['unpublished'] == []
 
 
 def test_rows_are_plain_data_for_the_managed_host():
@@ -105,11 +136,15 @@ def test_python_range_that_cannot_be_read_raises():
 def test_driver_minimum_is_the_rows_own_recommendation_or_inferred_from_older_cann():
     minimums = [(row['vllm_ascend'], row['driver_minimum'], row['driver_minimum_from']) for row in compatibility_rows()]
     assert minimums == [
+        ('0.32.0rc1', '26.0.RC1', '0.23.0'),   # CANN 9.2: at least what CANN 9.1.0 needed
+        ('0.30.0', '26.0.RC1', '0.23.0'),
+        ('0.23.0.post1', '26.0.RC1', '0.23.0'),
         ('0.23.0', '26.0.RC1', '0.23.0'),
         ('0.18.0', '25.5', '0.13.0'),      # CANN 8.5.1: at least what CANN 8.5.0 needed
         ('0.13.0', '25.5', '0.13.0'),
         ('0.11.0', '24.1.RC1', '0.7.3'),
         ('0.9.1', '24.1.RC1', '0.7.3'),
+        ('0.7.3.post1', '24.1.RC1', '0.7.3'),
         ('0.7.3', '24.1.RC1', '0.7.3'),
     ]
 
@@ -122,18 +157,29 @@ def test_a_row_without_any_older_recommendation_has_no_minimum():
 
 def test_compatibility_rows_are_described_newest_first():
     rows = compatibility_rows()
-    assert versions(rows) == ['0.23.0', '0.18.0', '0.13.0', '0.11.0', '0.9.1', '0.7.3']
-    assert rows[0] == dict(ROWS[0], image='quay.io/ascend/vllm-ascend:v0.23.0', driver_minimum='26.0.RC1',
-                           driver_minimum_from='0.23.0')
+    assert versions(rows) == NEWEST_FIRST
+    assert rows[3] == dict(by_version('0.23.0'), image='quay.io/ascend/vllm-ascend:v0.23.0', driver_minimum='26.0.RC1',
+                           driver_minimum_from='0.23.0', unpublished=[],
+                           pins=['torch==2.10.0', 'torch-npu==2.10.0.post4', 'triton-ascend==3.2.2', 'vllm==0.23.0',
+                                 'vllm-ascend==0.23.0'])
+
+
+def test_the_pins_of_a_row_are_the_whole_row_without_local_parts_and_none_when_unpublished():
+    assert by_version('0.18.0') and describe_row(by_version('0.18.0'))['pins'] == [
+        'torch==2.9.0', 'torch-npu==2.9.0.post1', 'triton-ascend==3.2.0.dev20260322', 'vllm==0.18.0',
+        'vllm-ascend==0.18.0']
+    assert describe_row(by_version('0.11.0'))['pins'] == [
+        'torch==2.7.1', 'torch-npu==2.7.1.post1', 'vllm==0.11.0', 'vllm-ascend==0.11.0']
+    assert describe_row(by_version('0.30.0'))['pins'] is None
 
 
 @pytest.mark.parametrize('driver, expected', [
-    ('26.0.RC1', ['0.23.0', '0.18.0', '0.13.0', '0.11.0', '0.9.1', '0.7.3']),
-    ('26.0.rc1', ['0.23.0', '0.18.0', '0.13.0', '0.11.0', '0.9.1', '0.7.3']),
-    ('25.5.1', ['0.18.0', '0.13.0', '0.11.0', '0.9.1', '0.7.3']),
-    ('25.5', ['0.18.0', '0.13.0', '0.11.0', '0.9.1', '0.7.3']),
-    ('25.5.rc1', ['0.11.0', '0.9.1', '0.7.3']),
-    ('24.1.rc1', ['0.11.0', '0.9.1', '0.7.3']),
+    ('26.0.RC1', NEWEST_FIRST),
+    ('26.0.rc1', NEWEST_FIRST),
+    ('25.5.1', NEWEST_FIRST[4:]),
+    ('25.5', NEWEST_FIRST[4:]),
+    ('25.5.rc1', NEWEST_FIRST[6:]),
+    ('24.1.rc1', NEWEST_FIRST[6:]),
     ('23.0.rc3', []),
 ])
 def test_rows_for_driver(driver, expected):
@@ -147,33 +193,41 @@ def test_rows_for_driver_rejects_what_is_not_a_version():
 
 
 def test_a_new_row_is_found_wherever_it_is_added():
-    new = {'vllm_ascend': '0.25.0', 'vllm': '0.25.0', 'python': '>=3.10,<3.14', 'cann': '9.2.0', 'torch': '2.11.0',
-           'torch_npu': '2.11.0', 'driver': None, 'firmware': None, 'image_tag': 'v0.25.0', 'source': 'test'}
+    new = {'vllm_ascend': '0.35.0', 'vllm': '0.35.0', 'python': '>=3.10,<3.14', 'cann': '9.3.0', 'torch': '2.14.0',
+           'torch_npu': '2.14.0', 'triton_ascend': '3.7.0', 'driver': None, 'firmware': None, 'image_tag': 'v0.35.0',
+           'status': 'final', 'source': 'test'}
     rows = ROWS[:3] + (new,) + ROWS[3:]
-    assert versions(compatibility_rows(rows))[:2] == ['0.25.0', '0.23.0']
-    assert driver_minimum(new, rows) == ('26.0.RC1', ROWS[0])
-    result = check_combination(vllm_ascend='0.25.0', python='3.13', driver='26.0.RC1', rows=rows)
+    assert versions(compatibility_rows(rows))[:2] == ['0.35.0', '0.32.0rc1']
+    assert driver_minimum(new, rows) == ('26.0.RC1', by_version('0.23.0'))
+    result = check_combination(vllm_ascend='0.35.0', python='3.13', driver='26.0.RC1', rows=rows)
     assert (result['supported'], result['row']['vllm_ascend'], result['suggestion']['vllm_ascend']) == \
-        (True, '0.25.0', '0.25.0')
+        (True, '0.35.0', '0.35.0')
 
 
 def test_format_row_names_every_component():
-    rows = compatibility_rows()
-    assert format_row(ROWS[0]) == ('vllm-ascend 0.23.0 (vLLM 0.23.0, Python >=3.10,<3.13, CANN 9.1.0, torch 2.10.0, '
-                                   'torch_npu 2.10.0.post4, NPU driver >= 26.0.RC1, image quay.io/ascend/vllm-ascend:v0.23.0)')
-    assert 'NPU driver >= 25.5 (inferred)' in format_row(ROWS[1])
-    assert format_row(rows[1]) == format_row(ROWS[1])
+    assert format_row(by_version('0.23.0')) == (
+        'vllm-ascend 0.23.0 (vLLM 0.23.0, Python >=3.10,<3.13, CANN 9.1.0, torch 2.10.0, torch_npu 2.10.0.post4, '
+        'triton-ascend 3.2.2, NPU driver >= 26.0.RC1, image quay.io/ascend/vllm-ascend:v0.23.0)')
+    assert 'NPU driver >= 25.5 (inferred)' in format_row(by_version('0.18.0'))
+    assert 'triton-ascend none,' in format_row(by_version('0.11.0'))
+    assert format_row(by_version('0.32.0rc1')) == (
+        'vllm-ascend 0.32.0rc1 (release candidate) (vLLM 0.32.0, Python unpublished, CANN 9.2, torch unpublished, '
+        'torch_npu unpublished, triton-ascend unpublished, NPU driver >= 26.0.RC1 (inferred), image '
+        'quay.io/ascend/vllm-ascend:v0.32.0rc1)')
     lonely = dict(ROWS[-1], driver=None)
     assert 'no recommended driver' in format_row(lonely, (lonely,))
 
 
 # --- check_combination ---------------------------------------------------------------------------------------
 
+NOT_WAIVED = {'waived': False, 'waiver': None, 'waived_problems': [], 'waiver_problems': []}
+
+
 def test_a_whole_row_is_supported():
     result = check_combination(vllm_ascend='v0.13.0', vllm='0.13.0', cann='8.5.0', torch='2.8.0', torch_npu='2.8.0.post2',
-                               python='3.11.9', driver='25.5.0')
-    assert result == {'supported': True, 'row': describe_row(ROWS[2]), 'problems': [],
-                      'suggestion': describe_row(ROWS[1])}
+                               triton_ascend='3.2.0', python='3.11.9', driver='25.5.0')
+    assert result == dict(NOT_WAIVED, supported=True, row=describe_row(by_version('0.13.0')), problems=[],
+                          suggestion=describe_row(by_version('0.18.0')))
 
 
 def test_versions_as_the_host_prints_them_match():
@@ -181,8 +235,14 @@ def test_versions_as_the_host_prints_them_match():
     assert (result['supported'], result['row']['vllm_ascend']) == (True, '0.9.1')
 
 
+def test_a_torch_npu_with_its_local_part_matches_the_tables_text():
+    result = check_combination(vllm_ascend='0.18.0', torch_npu='2.9.0.post1', triton_ascend='3.2.0.dev20260322')
+    assert (result['supported'], result['row']['vllm_ascend']) == (True, '0.18.0')
+
+
 def test_nothing_given_is_the_newest_row_without_a_suggestion():
-    assert check_combination() == {'supported': True, 'row': describe_row(ROWS[0]), 'problems': [], 'suggestion': None}
+    assert check_combination() == dict(NOT_WAIVED, supported=True, row=describe_row(by_version('0.32.0rc1')),
+                                       problems=[], suggestion=None)
 
 
 def test_empty_strings_are_not_given():
@@ -193,15 +253,34 @@ def test_torch_alone_picks_the_newest_row_holding_it():
     assert check_combination(torch='2.5.1')['row']['vllm_ascend'] == '0.9.1'
 
 
+def test_a_release_candidate_is_supported_when_asked_for_and_never_suggested():
+    result = check_combination(vllm_ascend='0.32.0rc1', driver='26.0.RC1')
+    assert (result['supported'], result['row']['status'], result['suggestion']['vllm_ascend']) == (True, 'rc', '0.30.0')
+
+
+def test_the_final_release_after_the_table_is_supported_on_a_driver_that_runs_its_cann():
+    result = check_combination(vllm_ascend='0.30.0', driver='26.0.RC1')
+    assert (result['supported'], result['row']['cann'], result['row']['image']) == (
+        True, '9.2.1', 'quay.io/ascend/vllm-ascend:v0.30.0')
+
+
+def test_an_unpublished_component_of_a_row_cannot_be_confirmed():
+    result = check_combination(vllm_ascend='0.30.0', torch='2.10.0', python='3.11')
+    assert (result['supported'], result['row']) == (False, None)
+    assert result['problems'] == ['vllm-ascend 0.30.0 publishes no torch version, so torch 2.10.0 cannot be confirmed',
+                                  'vllm-ascend 0.30.0 publishes no Python range, so Python 3.11 cannot be confirmed']
+
+
 def test_a_row_ruled_out_by_the_driver_is_returned_with_the_problem_and_the_fitting_row():
-    result = check_combination(cann='9.1.0', driver='25.5')
-    assert result == {
-        'supported': False,
-        'row': describe_row(ROWS[0]),
-        'problems': ['NPU driver 25.5 is older than 26.0.RC1, the driver recommended for vllm-ascend 0.23.0 (CANN 9.1.0): '
-                     + DRIVER_NOTE],
-        'suggestion': describe_row(ROWS[1]),
-    }
+    result = check_combination(vllm_ascend='0.23.0', driver='25.5')
+    assert result == dict(
+        NOT_WAIVED,
+        supported=False,
+        row=describe_row(by_version('0.23.0')),
+        problems=['NPU driver 25.5 is older than 26.0.RC1, the driver recommended for vllm-ascend 0.23.0 (CANN 9.1.0): '
+                  + DRIVER_NOTE],
+        suggestion=describe_row(by_version('0.18.0')),
+    )
 
 
 def test_an_inferred_minimum_says_where_it_comes_from():
@@ -213,7 +292,7 @@ def test_an_inferred_minimum_says_where_it_comes_from():
 
 
 def test_the_newest_candidate_row_that_fits_is_the_row():
-    # torch 2.5.1 is in two rows; Python 3.9 and the driver rule out neither, so the newer one is the row.
+    # torch 2.5.1 is in four rows; Python 3.9 and the driver rule out none, so the newest one is the row.
     result = check_combination(torch='2.5.1', python='3.9', driver='24.1.RC1')
     assert (result['supported'], result['row']['vllm_ascend']) == (True, '0.9.1')
 
@@ -226,13 +305,14 @@ def test_python_outside_the_row():
 
 def test_mismatching_components_are_named_against_the_vllm_ascend_row():
     result = check_combination(vllm_ascend='v0.18.0', cann='9.1.0', torch_npu='2.9.0.post1', python='3.12')
-    assert result == {
-        'supported': False,
-        'row': None,
-        'problems': ['CANN 9.1.0 does not belong with vllm-ascend 0.18.0, whose row has CANN 8.5.1',
-                     'Python 3.12 is outside >=3.10,<3.12, the Python range of vllm-ascend 0.18.0'],
-        'suggestion': None,
-    }
+    assert result == dict(
+        NOT_WAIVED,
+        supported=False,
+        row=None,
+        problems=['CANN 9.1.0 does not belong with vllm-ascend 0.18.0, whose row has CANN 8.5.1',
+                  'Python 3.12 is outside >=3.10,<3.12, the Python range of vllm-ascend 0.18.0'],
+        suggestion=None,
+    )
 
 
 def test_without_vllm_ascend_the_row_matching_most_components_is_the_reference():
@@ -242,18 +322,18 @@ def test_without_vllm_ascend_the_row_matching_most_components_is_the_reference()
 
 def test_unknown_versions_list_the_known_ones():
     result = check_combination(cann='7.0.0')
-    assert result['problems'] == ['CANN 7.0.0 is in no row of the compatibility set (known: 9.1.0, 8.5.1, 8.5.0, '
-                                  '8.3.RC2, 8.2.RC1, 8.1.RC1)']
+    assert result['problems'] == ['CANN 7.0.0 is in no row of the compatibility set (known: 9.2, 9.2.1, 9.1.0, 8.5.1, '
+                                  '8.5.0, 8.3.RC2, 8.2.RC1, 8.1.RC1)']
     result = check_combination(vllm_ascend='0.5.0', cann='8.5.0')
-    assert result['problems'] == ['vllm-ascend 0.5.0 is in no row of the compatibility set (known: 0.23.0, 0.18.0, '
-                                  '0.13.0, 0.11.0, 0.9.1, 0.7.3)']
+    assert result['problems'] == ['vllm-ascend 0.5.0 is in no row of the compatibility set (known: %s)'
+                                  % ', '.join(NEWEST_FIRST)]
 
 
 def test_a_driver_older_than_every_row():
     result = check_combination(driver='23.0.rc3')
-    assert result == {'supported': False, 'row': None, 'suggestion': None, 'problems': [
+    assert result == dict(NOT_WAIVED, supported=False, row=None, suggestion=None, problems=[
         'NPU driver 23.0.rc3 is older than the driver minimum of every row of the compatibility set; the lowest is '
-        '24.1.RC1, of vllm-ascend 0.11.0 (CANN 8.3.RC2)']}
+        '24.1.RC1, of vllm-ascend 0.11.0 (CANN 8.3.RC2)'])
 
 
 def test_a_python_outside_every_row():
@@ -265,8 +345,8 @@ def test_a_python_outside_every_row():
 def test_a_python_and_driver_that_no_single_row_admits():
     # 3.12 needs vllm-ascend 0.23.0, which needs driver 26.0.RC1.
     result = check_combination(python='3.12', driver='25.5')
-    assert result == {'supported': False, 'row': None, 'suggestion': None, 'problems': [
-        'no row of the compatibility set admits both Python 3.12 and NPU driver 25.5']}
+    assert result == dict(NOT_WAIVED, supported=False, row=None, suggestion=None, problems=[
+        'no row of the compatibility set admits both Python 3.12 and NPU driver 25.5'])
 
 
 def test_the_driver_alone_gives_the_newest_fitting_row():
@@ -277,11 +357,91 @@ def test_the_driver_alone_gives_the_newest_fitting_row():
 
 def test_values_that_are_not_version_strings_are_problems_not_exceptions():
     result = check_combination(python=3.1, cann='latest', driver='24.1.rc1')
-    assert result == {'supported': False, 'row': None, 'suggestion': describe_row(ROWS[3]), 'problems': [
-        "CANN: 'latest' is not a version",
-        'Python: 3.1 is a float, not a version string: quote it (YAML reads 3.10 as the number 3.1)']}
+    assert result == dict(NOT_WAIVED, supported=False, row=None, suggestion=describe_row(by_version('0.11.0')),
+                          problems=["CANN: 'latest' is not a version",
+                                    'Python: 3.1 is a float, not a version string: quote it (YAML reads 3.10 as the '
+                                    'number 3.1)'])
 
 
-def test_the_rule_is_documented_where_the_rows_are():
+def test_the_rule_and_the_update_are_documented_where_the_rows_are():
     assert 'driver minimum' in _compatibility.__doc__
-    assert 'add one dict to ``ROWS``' in _compatibility.__doc__
+    assert 'tools/compat_rows.py' in _compatibility_rows.__doc__
+
+
+# --- the waiver ----------------------------------------------------------------------------------------------
+
+def test_a_valid_waiver_runs_an_unlisted_release_and_says_what_it_waives():
+    result = check_combination(vllm_ascend='0.31.0', driver='26.0.RC1', waiver=WAIVER, today=TODAY)
+    assert (result['supported'], result['waived'], result['problems'], result['row']) == (True, True, [], None)
+    assert result['waiver'] == {'reason': WAIVER['reason'], 'expires': '2027-01-31', 'covers': {}}
+    assert result['waived_problems'] == ['vllm-ascend 0.31.0 is in no row of the compatibility set (known: %s)'
+                                         % ', '.join(NEWEST_FIRST)]
+
+
+def test_without_a_waiver_the_same_release_is_refused():
+    result = check_combination(vllm_ascend='0.31.0', driver='26.0.RC1')
+    assert (result['supported'], result['waived']) == (False, False)
+
+
+def test_a_waiver_holds_through_its_last_day_and_not_after():
+    last_day = check_combination(vllm_ascend='0.31.0', waiver=WAIVER, today=datetime.date(2027, 1, 31))
+    assert last_day['waived']
+    after = check_combination(vllm_ascend='0.31.0', waiver=WAIVER, today=datetime.date(2027, 2, 1))
+    assert (after['supported'], after['waived']) == (False, False)
+    assert after['waiver_problems'] == [
+        'the waiver expired on 2027-01-31 (reason: %s): renew it with a new date, or use a combination of the '
+        'compatibility set' % WAIVER['reason']]
+    assert after['problems'] == last_day['waived_problems']
+
+
+def test_a_waiver_that_covers_versions_waives_only_those():
+    waiver = dict(WAIVER, covers={'vllm_ascend': '0.31.0', 'driver': '26.0.RC1'})
+    assert check_combination(vllm_ascend='v0.31.0', driver='26.0.rc1', waiver=waiver, today=TODAY)['waived']
+    other = check_combination(vllm_ascend='0.31.1', driver='26.0.RC1', waiver=waiver, today=TODAY)
+    assert not other['supported']
+    assert other['waiver_problems'] == ['the waiver covers vllm-ascend 0.31.0, not this combination (vllm-ascend '
+                                        '0.31.1, NPU driver 26.0.RC1)']
+
+
+def test_a_waiver_does_not_cover_what_is_not_a_version():
+    result = check_combination(vllm_ascend='latest', waiver=WAIVER, today=TODAY)
+    assert (result['supported'], result['problems']) == (False, ["vllm-ascend: 'latest' is not a version"])
+
+
+def test_a_waiver_of_a_supported_combination_is_not_needed_and_an_expired_one_says_so():
+    assert check_combination(vllm_ascend='0.23.0', waiver=WAIVER, today=TODAY)['waiver_problems'] == []
+    stale = check_combination(vllm_ascend='0.23.0', waiver=WAIVER, today=datetime.date(2027, 3, 1))
+    assert (stale['supported'], stale['waived']) == (True, False)
+    assert stale['waiver_problems'][-1] == ('the combination is in the compatibility set, so the waiver is not needed: '
+                                            'remove it')
+
+
+NEEDS_EXPIRES = 'the waiver needs expires, the last day it holds, as YYYY-MM-DD (not '
+
+
+@pytest.mark.parametrize('waiver, problem', [
+    ('yes', 'the waiver must be a dict with reason and expires (YYYY-MM-DD), not str'),
+    ({'expires': '2027-01-31'}, 'the waiver needs a reason: 10 to 500 characters on one line saying who accepted the '
+                                'risk and why (a change ticket)'),
+    ({'reason': '   ', 'expires': '2027-01-31'}, 'the waiver needs a reason'),
+    ({'reason': 'ok', 'expires': '2027-01-31'}, 'the waiver needs a reason'),
+    ({'reason': 'CHG-1 accepted\nby ops', 'expires': '2027-01-31'}, 'the waiver needs a reason'),
+    ({'reason': WAIVER['reason']}, NEEDS_EXPIRES + 'None)'),
+    ({'reason': WAIVER['reason'], 'expires': '31.01.2027'}, NEEDS_EXPIRES + "'31.01.2027')"),
+    ({'reason': WAIVER['reason'], 'expires': '2027-02-30'}, NEEDS_EXPIRES + "'2027-02-30')"),
+    ({'reason': WAIVER['reason'], 'expires': 20270131}, NEEDS_EXPIRES + '20270131)'),
+    ({'reason': WAIVER['reason'], 'expires': '2027-01-31\n'}, NEEDS_EXPIRES + "'2027-01-31\\n')"),
+    (dict(WAIVER, covers={'vllm_ascend': '0.31.0\n'}), "the waiver's covers must map components"),
+    (dict(WAIVER, until='2027-01-31'), 'the waiver has no key until (its keys are reason, expires, covers)'),
+    (dict(WAIVER, covers={'image': 'x'}), "the waiver's covers must map components"),
+    (dict(WAIVER, covers={'vllm_ascend': 0.31}), "the waiver's covers must map components"),
+])
+def test_a_waiver_without_reason_or_date_or_of_another_form_waives_nothing(waiver, problem):
+    result = check_combination(vllm_ascend='0.31.0', waiver=waiver, today=TODAY)
+    assert (result['supported'], result['waived']) == (False, False)
+    assert any(found.startswith(problem) for found in result['waiver_problems']), result['waiver_problems']
+
+
+def test_a_yaml_date_is_read_as_its_day():
+    assert read_waiver(dict(WAIVER, expires=datetime.date(2027, 1, 31)), TODAY)[0]['expires'] == '2027-01-31'
+    assert read_waiver(None, TODAY) == (None, [])

@@ -8,6 +8,8 @@
 
 from __future__ import annotations
 
+import datetime
+
 import pytest
 
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils import _doctor
@@ -74,6 +76,22 @@ def test_versions_warn_on_a_native_cann_of_another_row_and_without_firmware():
     cann = _doctor.check_versions('24.1.rc1', '7.5.0.3.220', '8.0.0', '0.7.3', 'native')
     assert cann['status'] == 'warn' and 'CANN 8.0.0' in cann['summary'] and 'Install CANN 8.1.RC1' in cann['fix']
     assert _doctor.check_versions('24.1.rc1', None, None, '0.7.3')['status'] == 'warn'
+
+
+def test_versions_under_a_waiver_warn_with_its_reason_and_expiry_and_an_expired_one_fails():
+    waiver = {'reason': 'CHG-4711: validated on two A2 nodes', 'expires': '2027-01-31'}
+    waived = _doctor.check_versions('24.1.rc1', '7.5.0.3.220', None, '0.31.0', 'container', waiver=waiver,
+                                    today=datetime.date(2026, 12, 1))
+    assert waived['status'] == 'warn'
+    assert waived['summary'].startswith('vllm-ascend 0.31.0 on NPU driver 24.1.rc1 is outside the compatibility set and '
+                                        'runs under a waiver until 2027-01-31 (reason: CHG-4711: validated on two A2 '
+                                        'nodes): vllm-ascend 0.31.0 is in no row')
+    assert waived['details']['waiver']['reason'] == waiver['reason']
+    assert 'renew the waiver (ascend_compat_waiver)' in waived['fix']
+    expired = _doctor.check_versions('24.1.rc1', '7.5.0.3.220', None, '0.31.0', 'container', waiver=waiver,
+                                     today=datetime.date(2027, 2, 1))
+    assert expired['status'] == 'fail' and 'the waiver expired on 2027-01-31' in expired['summary']
+    assert expired['details']['waiver'] is None
 
 
 def test_release_from_image():

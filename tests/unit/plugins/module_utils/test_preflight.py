@@ -42,11 +42,12 @@ GIB = 1024 ** 3
 DRIVER_NOTE = 'a CANN newer than the driver supports is the most reported vllm-ascend failure'
 NPU_SMI_MISSING_FIX = 'none before the first driver install; if the driver is installed, set npu_smi_path'
 ROW_0_11 = ('vllm-ascend 0.11.0 (vLLM 0.11.0, Python >=3.9,<3.12, CANN 8.3.RC2, torch 2.7.1, torch_npu 2.7.1.post1, '
-            'NPU driver >= 24.1.RC1 (inferred), image quay.io/ascend/vllm-ascend:v0.11.0)')
+            'triton-ascend none, NPU driver >= 24.1.RC1 (inferred), image quay.io/ascend/vllm-ascend:v0.11.0)')
 ROW_0_13 = ('vllm-ascend 0.13.0 (vLLM 0.13.0, Python >=3.10,<3.12, CANN 8.5.0, torch 2.8.0, torch_npu 2.8.0.post2, '
-            'NPU driver >= 25.5, image quay.io/ascend/vllm-ascend:v0.13.0)')
-ROW_0_18 = ('vllm-ascend 0.18.0 (vLLM 0.18.0, Python >=3.10,<3.12, CANN 8.5.1, torch 2.9.0, torch_npu 2.9.0.post1, '
-            'NPU driver >= 25.5 (inferred), image quay.io/ascend/vllm-ascend:v0.18.0)')
+            'triton-ascend 3.2.0, NPU driver >= 25.5, image quay.io/ascend/vllm-ascend:v0.13.0)')
+ROW_0_18 = ('vllm-ascend 0.18.0 (vLLM 0.18.0, Python >=3.10,<3.12, CANN 8.5.1, torch 2.9.0, torch_npu '
+            '2.9.0.post1+git4c901a4, triton-ascend 3.2.0.dev20260322, NPU driver >= 25.5 (inferred), image '
+            'quay.io/ascend/vllm-ascend:v0.18.0)')
 
 
 def result(name, status, message, fix=None):

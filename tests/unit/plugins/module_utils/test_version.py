@@ -41,6 +41,17 @@ from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._version impor
     ('3.9', '3.10'),
     ('1.0.alpha1', '1.0.beta1'),
     ('1.0.beta2', '1.0.t1'),
+    # vllm-ascend's PEP 440 versions, as its versioning policy table writes them (tags glued to the number).
+    ('0.13.0rc2', '0.13.0rc3'),
+    ('0.13.0rc3', '0.13.0'),
+    ('0.10.2rc1', '0.11.0rc0'),
+    ('0.23.0', '0.23.0.post1'),
+    ('0.26.0rc1', '0.30.0'),
+    ('3.2.0.dev20260322', '3.2.0'),               # triton-ascend of v0.18.0: a development release
+    ('3.2.0.dev20260322', '3.2.0rc1'),            # before even the release candidates (PEP 440)
+    ('2.5.1', '2.5.1.post1.dev20250619'),          # torch_npu of v0.9.2rc1: a development release of post1
+    ('2.5.1.post1.dev20250619', '2.5.1.post1'),
+    ('2.7.1.dev20250724', '2.7.1'),
     # The orders ascend_package relied on (its comparer is now this one), on the versions of its packages.
     ('24.1.rc1', '24.1.rc2'),
     ('24.1.rc2', '24.1.rc3.7'),

@@ -1,0 +1,302 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+
+# Copyright (c) kunpeng_ascend.vllm contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: python_venv
+short_description: Keep a venv holding exactly these pins, built beside the one in use, switched to once pip check passes
+version_added: 0.2.0
+description:
+  - Keeps O(path) - the venv a service runs from - holding every pin of O(packages) (C(name==version)) and none of
+    O(remove), for the Python O(python).
+  - When the venv at O(path) already does (and C(pip check) passes there, the removed packages aside), nothing
+    changes. Otherwise a new venv is built in C(<path>.d/<vllm pin>-<digest>) (the digest of the Python version,
+    the pins and the removals, so the same set is the same folder) - every pin installed in one pip run, so that pip
+    cannot replace a pinned package (such as torch) behind the others' back, then the removals, then C(pip check).
+    Only when it passes does O(path) become a link to the new venv; a failure leaves O(path), and the service
+    running from it, as they were, and names what pip reported.
+  - A real venv found at O(path) (made by an earlier version of the role, or by hand) is moved to
+    C(<path>.d/previous-<time>), never removed; the venv O(path) pointed at before is kept too (RV(previous)).
+  - O(python_range) refuses a Python outside it before anything is created or installed.
+author:
+  - kunpeng_ascend.vllm maintainers (@kunpeng-ascend)
+extends_documentation_fragment:
+  - kunpeng_ascend.vllm.attributes
+attributes:
+  check_mode:
+    support: full
+    details:
+      - Check mode reads the Python version and what the venv holds; it reports changed when it would build or
+        switch, with the pins it would install in RV(installed).
+  diff_mode:
+    support: none
+  platform:
+    support: full
+    platforms: posix
+options:
+  path:
+    description:
+      - Where the service finds its venv (its C(bin/python)); the module manages it as a link.
+    type: path
+    required: true
+  python:
+    description: The Python that makes the venv.
+    type: path
+    default: /usr/bin/python3
+  python_range:
+    description:
+      - The Python versions the packages support, comma-separated clauses such as C(>=3.10,<3.13) (the row of the
+        compatibility set); a Python outside is refused before anything changes.
+    type: str
+  python_range_of:
+    description: What O(python_range) is the range of, for the message (such as C(vllm-ascend 0.23.0)).
+    type: str
+  python_option:
+    description: The variable that sets O(python), for the message.
+    type: str
+    default: python
+  packages:
+    description: The pins, each C(name==version).
+    type: list
+    elements: str
+    required: true
+  remove:
+    description:
+      - Packages to uninstall after the install (pip brings them, and they break the service); C(pip check) does not
+        count them as missing.
+    type: list
+    elements: str
+    default: []
+  wheelhouse:
+    description: A folder of wheels on the host; pip then installs from it alone (C(--no-index --find-links)).
+    type: path
+  timeout:
+    description: Seconds each command may take (the install of several GB of wheels among them); V(0) means no limit.
+    type: int
+    default: 3600
+"""
+
+EXAMPLES = r"""
+- name: Install the whole row of vllm-ascend 0.23.0 into the service's venv
+  kunpeng_ascend.vllm.python_venv:
+    path: /opt/vllm/venv
+    python: /usr/bin/python3.11
+    python_range: ">=3.10,<3.13"
+    python_range_of: vllm-ascend 0.23.0
+    packages: [torch==2.10.0, torch-npu==2.10.0.post4, triton-ascend==3.2.2, vllm==0.23.0, vllm-ascend==0.23.0]
+  register: venv
+"""
+
+RETURN = r"""
+venv:
+  description: The venv that holds the pins (the target of O(path)); in check mode the one that would.
+  returned: success
+  type: str
+  sample: /opt/vllm/venv.d/torch-2.10.0-3f2a9c1d0b7e
+previous:
+  description: What O(path) was before when the module switched it (a venv it pointed at, or where a real venv there was moved); null otherwise.
+  returned: success
+  type: str
+python_version:
+  description: The version of O(python).
+  returned: success
+  type: str
+  sample: 3.11.2
+installed:
+  description: The pins installed (in check mode, that would be).
+  returned: success
+  type: list
+  elements: str
+removed:
+  description: The packages uninstalled (in check mode, that would be).
+  returned: success
+  type: list
+  elements: str
+switched:
+  description: Whether O(path) was (in check mode, would be) pointed at another venv.
+  returned: success
+  type: bool
+site_packages:
+  description: The venv's site-packages folder; null in check mode before the venv exists.
+  returned: success
+  type: str
+"""
+
+import os
+import time
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._command import CommandRunner, is_executable
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._compatibility import python_in_range
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._pip import (
+    PipError,
+    missing_pins,
+    parse_pin,
+    parse_pip_list,
+    pip_check_problems,
+    present,
+    venv_name,
+)
+
+VERSION_CODE = "import sys; print('%d.%d.%d' % sys.version_info[:3])"
+SITE_CODE = "import sysconfig; print(sysconfig.get_paths()['purelib'])"
+
+
+class Venvs:
+    def __init__(self, module, runner):
+        self.module = module
+        self.runner = runner
+        self.params = module.params
+
+    def run(self, argv, what):
+        result = self.runner.run(argv)
+        if result.rc != 0:
+            self.runner.fail(result, '%s failed%s; %s was left as it was' % (
+                what, ' (it did not end within %d seconds: timeout)' % self.params['timeout'] if result.timed_out else '',
+                self.params['path']))
+        return result
+
+    def python_version(self, python):
+        return self.run([python, '-c', VERSION_CODE], '%s -c (its version)' % python).stdout.strip()
+
+    @staticmethod
+    def is_venv(path):
+        return os.path.isfile(os.path.join(path, 'pyvenv.cfg')) and is_executable(os.path.join(path, 'bin', 'python'))
+
+    def holds(self, venv, version):
+        """(missing pins, packages to remove still present) of an existing venv; everything missing when its Python
+        is another version."""
+        python = os.path.join(venv, 'bin', 'python')
+        if self.python_version(python) != version:
+            return list(self.params['packages']), []
+        listed = self.run([python, '-m', 'pip', 'list', '--format=json', '--disable-pip-version-check'],
+                          'pip list in %s' % venv)
+        try:
+            installed = parse_pip_list(listed.stdout)
+        except PipError as error:
+            self.runner.fail(listed, '%s (in %s)' % (error, venv))
+        return missing_pins(installed, self.params['packages']), present(installed, self.params['remove'])
+
+    def check(self, venv):
+        result = self.runner.run([os.path.join(venv, 'bin', 'python'), '-m', 'pip', 'check',
+                                  '--disable-pip-version-check'])
+        problems = pip_check_problems(result.stdout, self.params['remove'])
+        if result.rc != 0 and not problems and not result.stdout.strip():
+            problems = ['pip check failed without saying why: %s' % (result.stderr.strip() or 'rc %d' % result.rc)]
+        return result, problems
+
+    def site_packages(self, venv):
+        return self.run([os.path.join(venv, 'bin', 'python'), '-c', SITE_CODE], 'reading site-packages').stdout.strip()
+
+
+def switch(path, target, stamp):
+    """Point ``path`` at ``target`` (a link replaced in one rename); a real directory there is moved aside first.
+    Returns what ``path`` was: the old link's target, the place the directory went, or None."""
+    previous = None
+    if os.path.islink(path):
+        previous = os.path.realpath(path)
+    elif os.path.isdir(path):
+        previous = os.path.join(path + '.d', 'previous-%s' % stamp)
+        os.rename(path, previous)
+    temporary = '%s.new-%d' % (path, os.getpid())
+    if os.path.lexists(temporary):
+        os.unlink(temporary)
+    os.symlink(target, temporary)
+    os.rename(temporary, path)
+    return previous
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            path=dict(type='path', required=True),
+            python=dict(type='path', default='/usr/bin/python3'),
+            python_range=dict(type='str'),
+            python_range_of=dict(type='str'),
+            python_option=dict(type='str', default='python'),
+            packages=dict(type='list', elements='str', required=True),
+            remove=dict(type='list', elements='str', default=[]),
+            wheelhouse=dict(type='path'),
+            timeout=dict(type='int', default=3600),
+        ),
+        supports_check_mode=True,
+    )
+    params = module.params
+    path = params['path'].rstrip('/')
+    for pin in params['packages']:
+        try:
+            parse_pin(pin)
+        except ValueError as error:
+            module.fail_json(msg='packages: %s' % error)
+    if not params['packages']:
+        module.fail_json(msg='packages: give at least one pin such as vllm==0.23.0')
+    if not is_executable(params['python']):
+        module.fail_json(msg='%s %s is not an executable file: install that Python or point %s at another'
+                         % (params['python_option'], params['python'], params['python_option']))
+    venvs = Venvs(module, CommandRunner(module, params['timeout']))
+    version = venvs.python_version(params['python'])
+    if params['python_range']:
+        try:
+            inside = python_in_range(version, params['python_range'])
+        except ValueError as error:
+            module.fail_json(msg='python_range: %s' % error)
+        if not inside:
+            module.fail_json(msg='%s %s is Python %s, outside %s, the Python range of %s: point %s at a Python in that '
+                                 'range; nothing was installed'
+                             % (params['python_option'], params['python'], version, params['python_range'],
+                                params['python_range_of'] or 'the packages', params['python_option']))
+    result = dict(changed=False, venv=None, previous=None, python_version=version, installed=[], removed=[],
+                  switched=False, site_packages=None)
+
+    current = os.path.realpath(path) if os.path.exists(path) else None
+    if current and venvs.is_venv(current):
+        missing, still = venvs.holds(current, version)
+        if not missing and not still:
+            check, problems = venvs.check(current)
+            if problems:
+                venvs.runner.fail(check, 'the venv %s holds every pin, but pip check reports: %s; remove %s to have it '
+                                  'built again' % (current, '; '.join(problems), current))
+            result.update(venv=current, site_packages=venvs.site_packages(current))
+            module.exit_json(**result)
+
+    target = os.path.join(path + '.d', venv_name(version, params['packages'], params['remove']))
+    missing, still = venvs.holds(target, version) if venvs.is_venv(target) else (list(params['packages']), [])
+    result.update(changed=True, venv=target, installed=missing, removed=still, switched=current != target)
+    if module.check_mode:
+        if venvs.is_venv(target):
+            result['site_packages'] = venvs.site_packages(target)
+        module.exit_json(**result)
+
+    if missing:
+        if not venvs.is_venv(target):
+            os.makedirs(path + '.d', exist_ok=True)
+            # --clear: a venv whose creation failed half way (no ensurepip) is made again.
+            venvs.run([params['python'], '-m', 'venv', '--clear', target], '%s -m venv %s' % (params['python'], target))
+        argv = [os.path.join(target, 'bin', 'python'), '-m', 'pip', 'install', '--disable-pip-version-check', '--quiet']
+        if params['wheelhouse']:
+            argv += ['--no-index', '--find-links', params['wheelhouse']]
+        venvs.run(argv + missing, 'pip install %s into %s' % (' '.join(missing), target))
+        # pip may have brought packages that are to be removed.
+        still = venvs.holds(target, version)[1]
+        result['removed'] = still
+    if still:
+        venvs.run([os.path.join(target, 'bin', 'python'), '-m', 'pip', 'uninstall', '--yes', '--quiet'] + still,
+                  'pip uninstall %s in %s' % (' '.join(still), target))
+    check, problems = venvs.check(target)
+    if problems:
+        venvs.runner.fail(check, 'pip check in the new venv %s reports: %s %s was not switched to it, so the service '
+                          'runs as before; fix the pins (packages) and run again' % (target, '; '.join(problems), path))
+    if current != target:
+        result['previous'] = switch(path, target, time.strftime('%Y%m%dT%H%M%S'))
+    result['site_packages'] = venvs.site_packages(target)
+    module.exit_json(**result)
+
+
+if __name__ == '__main__':
+    main()

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Run the test stages and print how long each took. Usage: run-tests.sh [stage ...]
-# Stages: setup lint sanity units targets build ee molecule (default: all, in that order). Expects the venv on PATH and
+# Stages: setup lint sanity units targets build bench ee molecule (default: all, in that order). Expects the venv on PATH and
 # ANSIBLE_COLLECTIONS_PATH set (the Makefile does both). MOLECULE_SCENARIOS="a b" limits the molecule stage to
 # those scenarios (default: every molecule/*/molecule.yml).
 set -euo pipefail
@@ -85,6 +85,15 @@ stage_build() (
   echo "the installed collection: kunpeng_ascend.vllm.site parses, kunpeng_ascend.vllm.health reported 8 NPUs, 8 chips"
 )
 
+# Every benchmark once, on a tiny input, so that none can rot unnoticed: not timed, not asserted on, only run
+# (`make bench`'s scripts; `make bench-fleet` on two nodes under Mitogen). `make bench-serving` runs in scenario vllm,
+# against its real service (molecule/vllm/verify_benchmark.yml).
+stage_bench() {
+  python tests/benchmarks/npu_smi_calls.py
+  python tests/benchmarks/model_manifest_reverify.py --shards 2 --shard-mib 16
+  BENCH_FLEET_NODES=2 BENCH_FLEET_STRATEGY=mitogen "$repo/tools/bench-fleet.sh"
+}
+
 # The execution environment (docs/execution-environment.md): ansible-builder builds it with podman from the
 # locally built base image (no registry, no index: a cached wheelhouse), then the installed collection's health
 # playbook runs inside it against a simulated node and must report 8 NPUs. Cached: an unchanged checkout rebuilds
@@ -161,7 +170,7 @@ print_durations() {
 }
 
 stages=("$@")
-[ "${#stages[@]}" -gt 0 ] || stages=(setup lint sanity units targets build ee molecule)
+[ "${#stages[@]}" -gt 0 ] || stages=(setup lint sanity units targets build bench ee molecule)
 for stage in "${stages[@]}"; do
   declare -F "stage_$stage" >/dev/null || { echo "run-tests: unknown stage '$stage'" >&2; exit 2; }
 done

@@ -14,7 +14,10 @@ import pytest
 from ansible_collections.kunpeng_ascend.vllm.plugins.modules import package_lists
 from ansible_collections.kunpeng_ascend.vllm.tests.helpers import FailJson, run_main
 
-APT_GET, APT_CACHE, DPKG_QUERY, RPM = '/usr/bin/apt-get', '/usr/bin/apt-cache', '/usr/bin/dpkg-query', '/usr/bin/rpm'
+APT_GET = '/usr/bin/apt-get'
+APT_CACHE = '/usr/bin/apt-cache'
+DPKG_QUERY = '/usr/bin/dpkg-query'
+RPM = '/usr/bin/rpm'
 FORMAT = '${Package}\\t${Architecture}\\t${Status}\\n'
 
 

@@ -31,13 +31,18 @@ help:
 	@echo "make units | targets | lint | sanity | build | ee | molecule [SCENARIO=name] | bench | bench-serving | bench-fleet | role-docs | demo-clean | clean"
 	@echo "make vllm-assets  the wheelhouse of vLLM's CPU build, a venv from it and the tiny test model (cached)"
 
-demo: host venv images vllm-assets link
+# The test images and the real-vLLM assets are made side by side (the arm64 image is qemu's CPU, the assets mostly
+# download and disk), so that a first run waits for the longer of them only.
+demo: host venv link
+	@$(MAKE) --no-print-directory -j3 images vllm-assets
 	$(TOOLS)/demo.sh
 
 demo-clean: venv link
 	$(TOOLS)/demo.sh --clean
 
-test: host venv images python-images vllm-assets serving-image link
+test: host venv link
+	@$(MAKE) --no-print-directory -j3 images python-images vllm-assets
+	@$(MAKE) --no-print-directory serving-image
 	$(TOOLS)/run-tests.sh
 
 test-fast: venv link

@@ -52,7 +52,18 @@ arches=("$@")
 [ "${#arches[@]}" -gt 0 ] || arches=(arm64 amd64)
 for arch in "${arches[@]}"; do
   case $arch in
-    arm64|amd64) build "$arch" ;;
+    arm64|amd64) ;;
     *) echo "build-images: unknown architecture '$arch' (use arm64 or amd64)" >&2; exit 2 ;;
   esac
 done
+# Side by side: the arm64 build is qemu's CPU, the amd64 one mostly download and disk.
+pids=()
+for arch in "${arches[@]}"; do
+  build "$arch" &
+  pids+=("$!")
+done
+failed=0
+for pid in "${pids[@]}"; do
+  wait "$pid" || failed=1
+done
+[ "$failed" = 0 ] || { echo "build-images: a build failed (above)" >&2; exit 1; }

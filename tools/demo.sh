@@ -3,8 +3,13 @@
 # Ascend packages) - a Kunpeng stand-in (arm64 under qemu) and an x86_64 node - then run playbooks/site.yml against
 # both with the demo inventory, twice: the second run must change nothing. site.yml ends with the vLLM service: on
 # the arm64 node in container mode through the simulator's docker stand-in, on the x86_64 node a real vLLM (its CPU
-# build, from the wheelhouse of `make vllm-assets`) serving a tiny random-weight model, which answers the demo's
-# last completion. At the end: each stage's wall time, and each site.yml run's task and changed counts.
+# build) serving a tiny random-weight model, which answers the demo's last completion. At the end: each stage's wall
+# time, and each site.yml run's task and changed counts.
+#
+# The x86_64 node gets the vLLM venv `make vllm-assets` built, mounted where the role keeps its venv (an overlay:
+# what the role writes there stays in the node), so the role finds every pin installed and the demo does not spend two
+# minutes of CPU installing 878 MB of wheels again; DEMO_INSTALL_VLLM=1 lets the role install it from the wheelhouse
+# instead, as scenario vllm always does.
 #
 # Ansible runs under Mitogen (pinned in requirements.txt), as a user may enable it for a fleet: its strategy keeps
 # one Python process on the node, where plain Ansible starts Python (under arm64 emulation, seconds) for every task.
@@ -13,7 +18,8 @@
 # Usage: demo.sh            build the node and run the playbook (the node stays up to be explored)
 #        demo.sh --clean    remove the node
 # Environment: DEMO_MITOGEN=0 runs plain Ansible; DEMO_ARCH=amd64 makes the first node x86_64 too (to compare);
-# KAV_WHEELHOUSE and KAV_TINY_MODEL (set by the Makefile) name the vLLM wheelhouse and the tiny model.
+# DEMO_INSTALL_VLLM=1 installs vLLM from the wheelhouse on the x86_64 node; KAV_WHEELHOUSE, KAV_VLLM_VENV and
+# KAV_TINY_MODEL (set by the Makefile) name the vLLM wheelhouse, the venv built from it and the tiny model.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 cd "$repo"
@@ -78,18 +84,20 @@ run_playbook() {
 
 start_all=$SECONDS
 mkdir -p "$logs"
-for asset in "${KAV_WHEELHOUSE:-}" "${KAV_TINY_MODEL:-}"; do
+for asset in "${KAV_WHEELHOUSE:-}" "${KAV_TINY_MODEL:-}" "${KAV_VLLM_VENV:-}"; do
   if [ -z "$asset" ] || [ ! -d "$asset" ]; then
-    echo "demo: the vLLM wheelhouse or tiny model is missing ('$asset'): run make vllm-assets (or make demo)" >&2
+    echo "demo: the vLLM wheelhouse, its venv or the tiny model is missing ('$asset'): run make vllm-assets (or make demo)" >&2
     exit 1
   fi
 done
+venv_volume=(--volume "$KAV_VLLM_VENV:/opt/vllm/venv:O")
+[ "${DEMO_INSTALL_VLLM:-0}" = 1 ] && venv_volume=()
 say "Starting the simulated nodes $node ($image) and $serving_node (x86_64), systemd as PID 1"
 podman rm --force --time 5 "$node" "$serving_node" >/dev/null 2>&1 || true
 podman run --detach --name "$node" --hostname "$node" --arch "$arch" --systemd=always "$image" >/dev/null
 podman run --detach --name "$serving_node" --hostname "$serving_node" --arch amd64 --systemd=always --shm-size=1g \
   --volume "$KAV_WHEELHOUSE:/srv/wheelhouse:ro" --volume "$KAV_TINY_MODEL:/srv/models/tiny-llama:ro" \
-  localhost/debian-amd64-ci:bookworm >/dev/null
+  "${venv_volume[@]}" localhost/debian-amd64-ci:bookworm >/dev/null
 for host in "$node" "$serving_node"; do
   state=
   for _ in $(seq 120); do

@@ -108,6 +108,11 @@ stage_ee() {
 # after another. Each scenario's output goes to .cache/molecule/<scenario>.log and is printed in full if it fails.
 lane1_after_arm64=" multinode vllm_container rolling_update doctor simulator "
 stage_molecule() {
+  molecule_lanes && molecule_report
+}
+
+# The two lanes, each scenario's result in .cache/molecule/<scenario>.result.
+molecule_lanes() {
   local logs=$repo/.cache/molecule scenario file
   local -a lane1=() native=()
   mkdir -p "$logs"
@@ -133,8 +138,13 @@ stage_molecule() {
   local lane1_pid=$!
   run_lane "${native[@]}"
   wait "$lane1_pid" || true
-  local failed=0 result
+}
+
+# Each scenario's time, and the whole log of each one that failed.
+molecule_report() {
+  local logs=$repo/.cache/molecule failed=0 result scenario rc seconds
   for result in "$logs"/*.result; do
+    [ -e "$result" ] || continue
     read -r scenario rc seconds < "$result"
     timings+=("molecule:$scenario $seconds s")
     if [ "$rc" != 0 ]; then
@@ -160,12 +170,11 @@ run_lane() {
   done
 }
 
-# The durations are printed at the end, also when a stage fails (set -e stops the run at the failing command).
+# The durations are printed at the end, also when a stage fails.
 print_durations() {
-  local rc=$?
   printf '\n=== stage durations ===\n'
   [ "${#timings[@]}" -eq 0 ] || printf '%s\n' "${timings[@]}"
-  [ "$rc" = 0 ] || echo "$stage FAILED after $((SECONDS - start)) s"
+  [ "${#failed_stages[@]}" -eq 0 ] || echo "FAILED: ${failed_stages[*]}"
   printf 'total %s s\n' "$((SECONDS - total_start))"
 }
 
@@ -175,13 +184,55 @@ for stage in "${stages[@]}"; do
   declare -F "stage_$stage" >/dev/null || { echo "run-tests: unknown stage '$stage'" >&2; exit 2; }
 done
 timings=()
+failed_stages=()
 total_start=$SECONDS
-start=$SECONDS
-stage=
 trap print_durations EXIT
+
+# With other stages, the Molecule lanes start first and run beside them: the lanes wait on their nodes much of the
+# time (a vLLM start, a health gate, podman), which the other stages' CPU work fills. SERIAL=1 runs them in order.
+molecule_pid=
+if [ "${#stages[@]}" -gt 1 ] && [[ " ${stages[*]} " == *" molecule "* ]] && [ "${SERIAL:-0}" != 1 ]; then
+  printf '\n=== stage molecule (beside the other stages; its lines start with "molecule:") ===\n'
+  molecule_start=$SECONDS
+  molecule_lanes &
+  molecule_pid=$!
+  remaining=()
+  for stage in "${stages[@]}"; do [ "$stage" = molecule ] || remaining+=("$stage"); done
+  stages=("${remaining[@]}")
+fi
+
+# A failing stage stops the stages after it (the lanes already running finish, and are reported).
 for stage in "${stages[@]}"; do
   printf '\n=== stage %s ===\n' "$stage"
   start=$SECONDS
-  "stage_$stage"
-  timings+=("$stage $((SECONDS - start)) s")
+  rc=0
+  if [ "$stage" = molecule ]; then
+    # In this shell: the report adds each scenario's time.
+    molecule_lanes && molecule_report || rc=$?
+  else
+    # A subshell of its own stops at the stage's first failing command (set -e), which a stage tested by if or ||
+    # would not.
+    ( "stage_$stage" ) &
+    wait "$!" || rc=$?
+  fi
+  if [ "$rc" = 0 ]; then
+    timings+=("$stage $((SECONDS - start)) s")
+  else
+    timings+=("$stage FAILED after $((SECONDS - start)) s")
+    failed_stages+=("$stage")
+    break
+  fi
 done
+
+if [ -n "$molecule_pid" ]; then
+  lanes_rc=0
+  wait "$molecule_pid" || lanes_rc=$?
+  printf '\n=== stage molecule: done ===\n'
+  if [ "$lanes_rc" = 0 ] && molecule_report; then
+    timings+=("molecule $((SECONDS - molecule_start)) s")
+  else
+    timings+=("molecule FAILED after $((SECONDS - molecule_start)) s")
+    failed_stages+=(molecule)
+  fi
+fi
+[ "${#failed_stages[@]}" -eq 0 ]

@@ -27,6 +27,7 @@ from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._benchmark imp
     parse_targets,
     results_rows,
 )
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._serving import SERVING_PARAMS
 
 SERVICE_PREFIX = 'vllm_service_'
 _OPTION_NAME = re.compile(r'^[a-z][a-z0-9]*([_-][a-z0-9]+)*$')
@@ -44,9 +45,11 @@ def benchmark_targets(targets, option='vllm_benchmark_targets'):
     return _checked(parse_targets, targets, option)
 
 
-def benchmark_grid(axes, service_params=(), option='vllm_benchmark_grid'):
+def benchmark_grid(axes, service_params=None, option='vllm_benchmark_grid'):
     """The grid's points, ``[{index, params}]``; an axis that is neither one of ``service_params`` (with or without
-    the vllm_service_ prefix) nor a plausible ``vllm serve`` option name is an error."""
+    the vllm_service_ prefix; null: the serving plan's SERVING_PARAMS) nor a plausible ``vllm serve`` option name is
+    an error."""
+    service_params = SERVING_PARAMS if service_params is None else service_params
     points = _checked(grid_points, axes, option)
     for name, values in axes.items():
         if _short_name(name) in service_params:
@@ -74,9 +77,11 @@ def _option(name, value):
     return '%s=%s' % (flag, value)
 
 
-def benchmark_point_config(point, original, service_params):
+def benchmark_point_config(point, original, service_params=None):
     """The serving configuration of a grid point: ``original`` (``{param: value}`` without the vllm_service_ prefix)
-    with the point's serving variables set and its other parameters appended to extra_args as options."""
+    with the point's serving variables (``service_params``; null: the serving plan's SERVING_PARAMS) set and its
+    other parameters appended to extra_args as options."""
+    service_params = SERVING_PARAMS if service_params is None else service_params
     config = dict(original)
     options = []
     for name, value in point['params'].items():

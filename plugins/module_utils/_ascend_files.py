@@ -638,30 +638,39 @@ class RootFS:
         if found is None:
             return host, None
         _check_regular(host, found.st_mode)
-        try:
-            # O_NONBLOCK: should the file have become a FIFO since, opening it does not wait for a writer.
-            descriptor = os.open(host, os.O_RDONLY | os.O_NONBLOCK | getattr(os, 'O_NOCTTY', 0))
-        except OSError as error:
-            if error.errno in (errno.ENOENT, errno.ENOTDIR):
-                return host, None
-            raise UnreadableFile(host, 'cannot be opened: %s' % (error.strerror or error))
-        try:
-            _check_regular(host, os.fstat(descriptor).st_mode)
-            chunks = []
-            size = 0
-            while size <= MAX_FILE_BYTES:
-                chunk = os.read(descriptor, MAX_FILE_BYTES + 1 - size)
-                if not chunk:
-                    break
-                chunks.append(chunk)
-                size += len(chunk)
-        except OSError as error:
-            raise UnreadableFile(host, 'cannot be read: %s' % (error.strerror or error))
-        finally:
-            os.close(descriptor)
-        if size > MAX_FILE_BYTES:
-            raise UnreadableFile(host, 'larger than %d bytes, not a version file' % MAX_FILE_BYTES)
-        return host, b''.join(chunks)
+        data = read_regular_file(host, MAX_FILE_BYTES, 'a version file')
+        return host, data
+
+
+def read_regular_file(path, max_bytes, what='such a file'):
+    """The bytes of the regular file ``path`` (None when nothing is there), the collection's one way to read a file a
+    module is given: only a regular file is opened (a FIFO, a device or a directory never is: O_NONBLOCK, then
+    fstat), and at most ``max_bytes`` are read. :raises UnreadableFile: naming the file and why (``what`` says what
+    it was to be, for the message of a larger one)."""
+    try:
+        # O_NONBLOCK: should the file be a FIFO (or have become one since a check), opening it waits for no writer.
+        descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, 'O_NOCTTY', 0) | getattr(os, 'O_CLOEXEC', 0))
+    except OSError as error:
+        if error.errno in (errno.ENOENT, errno.ENOTDIR):
+            return None
+        raise UnreadableFile(path, 'cannot be opened: %s' % (error.strerror or error))
+    try:
+        _check_regular(path, os.fstat(descriptor).st_mode)
+        chunks = []
+        size = 0
+        while size <= max_bytes:
+            chunk = os.read(descriptor, max_bytes + 1 - size)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+    except OSError as error:
+        raise UnreadableFile(path, 'cannot be read: %s' % (error.strerror or error))
+    finally:
+        os.close(descriptor)
+    if size > max_bytes:
+        raise UnreadableFile(path, 'larger than %d bytes, not %s' % (max_bytes, what))
+    return b''.join(chunks)
 
 
 def _check_regular(host, mode):

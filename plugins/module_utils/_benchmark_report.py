@@ -30,6 +30,9 @@ import math
 import os
 import traceback
 
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils import _json
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._ascend_files import UnreadableFile, read_regular_file
+
 try:
     import matplotlib
     from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -111,15 +114,14 @@ class ReportError(Exception):
 def _read_json(path, schema, what):
     """The JSON object of ``path``, checked to be of ``schema``; ReportError naming the file otherwise."""
     try:
-        if os.path.getsize(path) > MAX_BYTES:
-            raise ReportError('%s is larger than %d bytes, which no %s is: check it' % (path, MAX_BYTES, what))
-        with open(path, 'rb') as handle:
-            data = handle.read()
-    except (IOError, OSError) as error:
-        raise ReportError('%s cannot be read: %s' % (path, error))
+        data = read_regular_file(path, MAX_BYTES, 'a ' + what)
+    except UnreadableFile as error:
+        raise ReportError('%s: check it' % error)
+    if data is None:
+        raise ReportError('%s cannot be read: it is not there' % path)
     try:
-        document = json.loads(data.decode('utf-8'))
-    except (UnicodeDecodeError, ValueError) as error:
+        document = _json.loads(data, allow_nan=True)
+    except (UnicodeDecodeError, ValueError, RecursionError) as error:
         raise ReportError('%s is not valid JSON (%s): it is no %s; remove it or run the benchmark again'
                           % (path, error, what))
     if not isinstance(document, dict):

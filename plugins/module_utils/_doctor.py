@@ -127,13 +127,6 @@ def health_error_codes(sections):
 
 # --------------------------------------------------------------------------------------------------------- versions
 
-def release_from_image(image):
-    """The vllm-ascend release of an image reference tagged like ``quay.io/ascend/vllm-ascend:v0.13.0-a3``, as the
-    vllm_service role reads it; None when the tag says none."""
-    match = re.search(r':v?([0-9]+[.][0-9]+[.][0-9]+[^-]*)', image or '')
-    return match.group(1) if match else None
-
-
 def check_versions(driver, firmware, cann, vllm_ascend, mode=None, waiver=None, today=None):
     """The versions finding: the installed driver, firmware and CANN and the service's vllm-ascend release, and
     whether the release fits the driver (vllm_service's preflight rule, under the same ``waiver``: a waived

@@ -34,6 +34,7 @@ try:
 except ImportError:  # Python < 3.11 (openEuler 22.03, Kylin V10, Ubuntu 22.04).
     tomllib = None
 
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils import _json
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils import _toml
 
 # What proves a config.toml valid, before the edit and after it: the standard library's reader where there is one,
@@ -74,7 +75,7 @@ def merge_daemon_json(text, path, runtime_name, runtime_path, default_runtime=No
     warnings = []
     if text.strip():
         try:
-            before = json.loads(text)
+            before = _json.loads(text)
         except ValueError as error:
             raise ConfigError('%s is not valid JSON (%s): fix or remove it; it was left unchanged' % (path, error))
     else:
@@ -390,8 +391,9 @@ def merge_containerd_toml(text, path, runtime_name, runtime_path, default_runtim
     warnings = []
     try:
         before = toml_loads(text)
-    except ValueError as error:
-        raise ConfigError('%s is not valid TOML (%s): fix it; it was left unchanged' % (path, error))
+    except (ValueError, RecursionError) as error:
+        raise ConfigError('%s is not valid TOML (%s): fix it; it was left unchanged'
+                          % (path, 'nested too deep' if isinstance(error, RecursionError) else error))
     toml = _Toml(text, path)
     version = _config_version(toml, path)
     if version is None:
@@ -430,6 +432,11 @@ def merge_containerd_toml(text, path, runtime_name, runtime_path, default_runtim
     if old_type is not None and _scalar(old_type) != ('string', RUNTIME_TYPE):
         warnings.append('%s: runtime %s had runtime_type = %s; it was set to "%s" (the shim whose BinaryName option '
                         'names the runtime)' % (path, runtime_name, old_type, RUNTIME_TYPE))
+    # The runtime runs containers as runc does: it takes runc's cgroup driver (containerd config default writes
+    # SystemdCgroup = true on systemd hosts, and a kubelet on the systemd driver needs it) unless it sets its own.
+    inherited = _inherited_options(before, containerd, options)
+    for key, value in inherited.items():
+        toml.set_key(options, key, 'true' if value else 'false')
     old_binary = toml.set_key(options, 'BinaryName', _toml_string(runtime_path))
     if old_binary is not None:
         old_value = _scalar(old_binary)
@@ -449,7 +456,7 @@ def merge_containerd_toml(text, path, runtime_name, runtime_path, default_runtim
     if not changed:
         return Merge(text, False, warnings, None)
     _verify(new_text, path, table, options, runtime_path,
-            _intended(before, version, containerd, table, options, runtime_path, default_runtime))
+            _intended(before, version, containerd, table, options, runtime_path, default_runtime, inherited))
     return Merge(new_text, True, warnings, None)
 
 
@@ -507,7 +514,25 @@ def _ensure_table(toml, containerd, runtime_table):
         toml.add_table(containerd, indent[:-2] if len(indent) >= 2 else '', start)
 
 
-def _intended(before, version, containerd, table, options, runtime_path, default_runtime):
+# Options of runc's runtime the Ascend runtime takes when it sets none of its own.
+INHERITED_RUNC_OPTIONS = ('SystemdCgroup',)
+
+
+def _inherited_options(before, containerd, options):
+    """The options of runc's runtime (``runtimes.runc.options`` as the file was read) that the runtime's own options
+    lack: {key: value}, booleans only."""
+    def table_at(keys):
+        node = before
+        for part in keys:
+            node = node.get(part) if isinstance(node, dict) else None
+        return node if isinstance(node, dict) else {}
+    runc = table_at(containerd + ('runtimes', CONTAINERD_DEFAULT_RUNTIME, 'options'))
+    own = table_at(options)
+    return dict((key, runc[key]) for key in INHERITED_RUNC_OPTIONS
+                if isinstance(runc.get(key), bool) and key not in own)
+
+
+def _intended(before, version, containerd, table, options, runtime_path, default_runtime, inherited=None):
     """What the edited file is to read as: the file as it was read (``before``) with the version, the runtime and the
     default runtime the edit sets; None when a table on the way is no table (an array of tables, a value)."""
     after = copy.deepcopy(before)
@@ -522,6 +547,7 @@ def _intended(before, version, containerd, table, options, runtime_path, default
         nodes[keys] = node
     nodes[table]['runtime_type'] = RUNTIME_TYPE
     nodes[options]['BinaryName'] = runtime_path
+    nodes[options].update(inherited or {})
     if default_runtime is True:
         nodes[containerd]['default_runtime_name'] = table[-1]
     elif default_runtime is False and nodes[containerd].get('default_runtime_name') == table[-1]:
@@ -545,7 +571,7 @@ def _verify(text, path, table, options, runtime_path, intended):
     ``intended`` (else nothing is written)."""
     try:
         data = toml_loads(text)
-    except ValueError as error:
+    except (ValueError, RecursionError) as error:
         raise ConfigError('%s: the Ascend runtime cannot be added by table without breaking the file (%s); it defines the '
                           'runtime in another way (dotted keys or an inline table?): define it as tables %s and %s, or '
                           'remove it; the file was left unchanged' % (path, error, format_key(table), format_key(options)))

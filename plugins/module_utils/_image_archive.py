@@ -16,9 +16,10 @@ prints - ``sha256:<hex>`` (docker) or ``<hex>`` (podman) - so that IDs compare b
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 import tarfile
+
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils import _json
 
 # manifest.json, index.json and the blobs read to reach a config are small; a larger one is no such file.
 MAX_METADATA_BYTES = 16 * 1024 * 1024
@@ -71,7 +72,7 @@ class _Archive:
 
     def json(self, name, what):
         try:
-            return json.loads(self.read(name, what).decode('utf-8'))
+            return _json.loads(self.read(name, what))
         except (ValueError, UnicodeDecodeError) as error:
             raise ArchiveError('%s: %s (%s) is not valid JSON (%s)' % (self.path, name, what, error))
 
@@ -97,6 +98,9 @@ def _docker_archive(archive):
         if not isinstance(config, str) or not config:
             raise ArchiveError('%s: entry %d of manifest.json has no Config' % (archive.path, number + 1))
         tags = entry.get('RepoTags') or []
+        if not isinstance(tags, list):
+            raise ArchiveError('%s: entry %d of manifest.json has RepoTags of JSON type %s, not a list of names'
+                               % (archive.path, number + 1, type(tags).__name__))
         images.append({'id': _config_id(archive, config, 'the config of entry %d of manifest.json' % (number + 1)),
                        'tags': [tag for tag in tags if isinstance(tag, str)]})
     return images
@@ -133,6 +137,9 @@ def _oci_layout(archive):
             image_id = _config_id(archive, archive.blob(config.get('digest'), 'the config of ' + what), 'the config of ' + what)
             # The name is on the manifest's descriptor, or on the index that leads to it.
             annotations = found.get('annotations') or descriptor.get('annotations') or {}
+            if not isinstance(annotations, dict):
+                raise ArchiveError('%s: the annotations of %s are a JSON %s, not an object'
+                                   % (archive.path, what, type(annotations).__name__))
             tag = annotations.get('io.containerd.image.name') or annotations.get('org.opencontainers.image.ref.name')
             if image_id in seen:
                 continue

@@ -40,6 +40,7 @@ import tempfile
 import threading
 import time
 
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils import _json
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._text import replace_undecodable
 
 MANIFEST_NAME = 'SHA256SUMS'
@@ -370,7 +371,7 @@ def load_record(cache_path, root, manifest_sha256, warn):
             warn('the verification record %s cannot be read (%s): every file is hashed' % (cache_path, _reason(error)))
         return {}
     try:
-        record = json.loads(data.decode('utf-8'))
+        record = _json.loads(data)
         files = record['files']
         valid = (record['version'] == RECORD_VERSION and isinstance(record['path'], str)
                  and isinstance(record['started_ns'], int)

@@ -20,6 +20,7 @@ import hashlib
 import json
 import re
 
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils import _json
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._version import compare_ascend_versions
 
 _PIN = re.compile(r'^\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*==\s*([A-Za-z0-9.+!_-]+)\s*$')
@@ -49,7 +50,7 @@ def parse_pin(pin):
 def parse_pip_list(text):
     """``pip list --format=json``: {normalised name: version}; PipError when it is not such a list."""
     try:
-        data = json.loads(text)
+        data = _json.loads(text)
     except ValueError as error:
         raise PipError('pip list printed no JSON list (%s)' % error)
     if not isinstance(data, list) or not all(isinstance(item, dict) and isinstance(item.get('name'), str)

@@ -22,8 +22,11 @@ import http.client
 import json
 import socket
 import ssl
+import threading
 import time
 from urllib.parse import urlsplit
+
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils import _json
 
 # Bytes of an answer that are read; an answer longer than this is cut (and then fails to parse as JSON).
 MAX_BODY_BYTES = 1024 * 1024
@@ -142,9 +145,10 @@ def ssl_context(validate_certs=True, ca_path=None):
 def request(url, method='GET', headers=None, payload=None, timeout=30.0, context=None):
     """Send one request to ``url`` (JSON ``payload`` when given) and return its Response (any status).
 
-    ``timeout`` (seconds) limits the connection and each read. No answer at all raises NotYet saying why:
-    refused, timed out, closed, a TLS failure. Proxies from the environment are not used: the endpoint is the
-    service itself.
+    ``timeout`` (seconds) limits the whole request - the connection, the headers and the body together: an
+    endpoint that sends one byte at a time is cut off when it is up (the socket is shut down under the blocked read).
+    No answer at all raises NotYet saying why: refused, timed out, closed, a TLS failure. Proxies from the environment
+    are not used: the endpoint is the service itself.
     """
     parts = urlsplit(url)
     path = parts.path or '/'
@@ -160,25 +164,48 @@ def request(url, method='GET', headers=None, payload=None, timeout=30.0, context
     else:
         connection = http.client.HTTPConnection(parts.hostname, parts.port, timeout=timeout)
     what = '%s %s' % (method, url)
+    expired = threading.Event()
+    # The socket's own timeout bounds each read; this bounds the request, whatever the pace of the answer.
+    watchdog = threading.Timer(timeout, _cut_off, (connection, expired))
+    watchdog.daemon = True
+    watchdog.start()
     try:
         connection.request(method, path, body=body, headers=sent)
         answer = connection.getresponse()
         raw = answer.read(MAX_BODY_BYTES)
+        if expired.is_set():
+            raise socket.timeout()
         return Response(method, url, answer.status, answer.reason, raw.decode('utf-8', 'replace'))
-    except socket.timeout:
-        raise NotYet('%s: no answer within %s s (request_timeout)' % (what, _seconds(timeout)))
-    except ConnectionRefusedError:
-        raise NotYet('%s: connection refused (nothing listens on %s port %s yet)'
-                     % (what, parts.hostname, parts.port or (443 if parts.scheme == 'https' else 80)))
-    except ssl.SSLError as error:
-        raise NotYet('%s: TLS failed: %s (see validate_certs and ca_path)' % (what, error))
-    except http.client.HTTPException as error:
-        raise NotYet('%s: the connection ended without a valid answer (%s: %s)'
-                     % (what, type(error).__name__, error))
-    except OSError as error:
-        raise NotYet('%s: %s' % (what, error.strerror or error))
+    except (socket.timeout, OSError, http.client.HTTPException) as error:
+        if expired.is_set() or isinstance(error, socket.timeout):
+            raise NotYet('%s: no answer within %s s (request_timeout)' % (what, _seconds(timeout)))
+        raise _no_answer(what, parts, error)
     finally:
+        watchdog.cancel()
         connection.close()
+
+
+def _cut_off(connection, expired):
+    """The watchdog's end of a request that ran out of time: the blocked read returns."""
+    expired.set()
+    sock = connection.sock
+    if sock is not None:
+        try:
+            sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+
+
+def _no_answer(what, parts, error):
+    """NotYet saying why a request got no answer."""
+    if isinstance(error, ConnectionRefusedError):
+        return NotYet('%s: connection refused (nothing listens on %s port %s yet)'
+                      % (what, parts.hostname, parts.port or (443 if parts.scheme == 'https' else 80)))
+    if isinstance(error, ssl.SSLError):
+        return NotYet('%s: TLS failed: %s (see validate_certs and ca_path)' % (what, error))
+    if isinstance(error, http.client.HTTPException):
+        return NotYet('%s: the connection ended without a valid answer (%s: %s)' % (what, type(error).__name__, error))
+    return NotYet('%s: %s' % (what, error.strerror or error))
 
 
 def _seconds(value):
@@ -218,7 +245,7 @@ def expect_ok(response, keyed, refuse_bad_request=False):
 def json_body(response):
     """The JSON object of a 200 answer; NotYet if it is none (another server, a cut answer)."""
     try:
-        document = json.loads(response.body)
+        document = _json.loads(response.body)
     except ValueError as error:
         raise NotYet('%s %s answered 200 but not with JSON (%s): %s'
                      % (response.method, response.url, error, quote_body(response.body)), response.status)
@@ -320,6 +347,10 @@ class EndpointCheck:
                  on_retry=None, clock=time.monotonic, sleep=time.sleep):
         self.base = base_url(url)
         self.served_model_name = served_model_name
+        if api_key and not all('\x21' <= char <= '\x7e' for char in api_key):
+            # An HTTP header cannot carry it (http.client would raise, with the key in its message): never shown.
+            raise ValueError('api_key holds a blank, a line break or another character an HTTP header cannot carry; '
+                             'the key is not shown: check the key file or variable it came from')
         self.api_key = api_key or None
         self.timeout = timeout
         self.interval = interval

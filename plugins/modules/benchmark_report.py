@@ -131,10 +131,12 @@ import os
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 from ansible.module_utils.common.text.converters import to_native
 
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._ascend_files import UnreadableFile, read_regular_file
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._atomic_write import write_atomically
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._benchmark_report import (
     HAS_MATPLOTLIB,
     MATPLOTLIB_IMPORT_ERROR,
+    MAX_BYTES,
     ReportError,
     build_report,
     host_statuses,
@@ -143,11 +145,10 @@ from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._benchmark_rep
 
 
 def read_existing(path):
-    """The bytes of ``path``, or None when it is no regular file that can be read."""
+    """The bytes of ``path``, or None when it is no regular file that can be read (a FIFO is never opened to wait)."""
     try:
-        with open(path, 'rb') as handle:
-            return handle.read()
-    except (IOError, OSError):
+        return read_regular_file(path, MAX_BYTES, 'a report')
+    except UnreadableFile:
         return None
 
 

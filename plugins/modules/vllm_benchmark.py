@@ -213,13 +213,14 @@ benchmark:
       elements: str
 """
 
-import json
 import os
 import threading
 import time
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils import _json
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._ascend_files import UnreadableFile, read_regular_file
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._benchmark import (
     LOADGEN_BUSY_PERCENT,
     PERCENTILES,
@@ -247,6 +248,9 @@ from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._npu_smi impor
     read_npu_smi_info,
 )
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._warnings import WarningCap
+
+# vllm bench's result is a small JSON document (its per-request lists included: some MB at most).
+RESULT_MAX_BYTES = 256 * 1024 * 1024
 
 RESULT_FILE = 'vllm-bench-result.json'
 OUTPUT_TAIL_CHARS = 4000
@@ -461,10 +465,14 @@ def main(clock=time.monotonic, sleep=time.sleep, processes=None):
         module.fail_json(msg='vllm bench serve failed with exit code %d against %s (see stdout and stderr)'
                              % (result.rc, params['base_url']), **output_tail(result))
     try:
-        with open(result_path) as handle:
-            raw = json.load(handle)
+        data = read_regular_file(result_path, RESULT_MAX_BYTES, 'a vllm bench result')
+        if data is None:
+            raise ValueError('it was not written')
+        raw = _json.loads(data)
         metrics = metrics_from_vllm_bench(raw, warnings)
-    except (OSError, ValueError) as error:
+    except UnreadableFile as error:
+        module.fail_json(msg='vllm bench serve exited 0 but its result %s' % error, **output_tail(result))
+    except (OSError, ValueError, RecursionError) as error:
         module.fail_json(msg='vllm bench serve exited 0 but its result %s could not be read: %s' % (result_path, error),
                          **output_tail(result))
     except BenchmarkError as error:

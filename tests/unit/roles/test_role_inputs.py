@@ -24,7 +24,8 @@ import yaml
 from ansible_collections.kunpeng_ascend.vllm.tests.helpers import load_fixture
 from ansible_collections.kunpeng_ascend.vllm.tests.unit.roles import role_harness
 from ansible_collections.kunpeng_ascend.vllm.tests.unit.roles.role_harness import REPO
-ROLES = ('os_tuning', 'npu_driver', 'cann', 'package_fetch', 'container_runtime', 'vllm_service', 'vllm_cluster', 'npu_network')
+ROLES = ('os_tuning', 'npu_driver', 'cann', 'package_fetch', 'container_runtime', 'vllm_service', 'vllm_cluster', 'npu_network',
+         'vllm_benchmark')
 CONTROL_CHARACTERS = ('\n', '\r', '\t', '\x00', '\x1b', '\x7f')
 
 PACKAGES = '/root/ascend-packages/'
@@ -84,10 +85,12 @@ GOOD = {
         'vllm_cluster_node_address': '10.10.0.21',
         'vllm_cluster_ray_pip_wheelhouse': '/srv/ray-wheels',
     },
+    'vllm_benchmark': {},
 }
 # Good strings for variables that GOOD cannot hold, because they exclude another of its values; a control-character case
 # of such a variable drops that other one (the key and the key file are one or the other).
-STRING_SAMPLES = {'vllm_service_api_key': 'test-key-0123456789abcdef', 'vllm_service_distributed_executor_backend': 'ray'}
+STRING_SAMPLES = {'vllm_service_api_key': 'test-key-0123456789abcdef', 'vllm_service_distributed_executor_backend': 'ray',
+                  'vllm_service_cache_dir': '/srv/vllm-cache'}
 EXCLUDES = {'vllm_service_api_key': {'vllm_service_api_key_file': MISSING}}
 
 # The variables that hold a package source: package_fetch's validate entry point checks each (the one place the
@@ -204,11 +207,10 @@ DRIVER_VERSION = 'npu_driver_version must be the driver version of npu_driver_dr
 FIRMWARE_VERSION = 'npu_driver_firmware_version must be the firmware version of npu_driver_firmware_package, such as 7.5.0.3.220; got %s'
 ONE_SOURCE = ('%s must be a dict with exactly one of src (a file on the controller), path (a file on the host) or url, and no other key than'
               ' checksum; %s.checksum (for example "sha256:<hex>") is required with %s.url; got %s')
-EXTRA_ARGS = ('vllm_service_extra_args and vllm_service_cluster_args must be strings without control characters and without'
-              ' --api-key (the key goes in vllm_service_api_key, never in an argv); vllm_service_env and vllm_service_cluster_env'
-              ' must map names of letters, digits and _ (not VLLM_API_KEY) to values without control characters or null;'
-              ' vllm_service_volumes must be "/host/path:/container/path[:options]". Got extra_args %s, cluster_args %s,'
-              ' env names [], cluster env names [], volumes [].')
+KEY_IN_ARGS = ('%s[0] gives --api-key: the key goes in vllm_service_api_key or vllm_service_api_key_file,'
+               ' never in an argv')
+CHECKSUM_ACCEPTS = ('package_fetch_source.checksum must be sha256:<64 hex digits> (or sha384 or sha512 at full length; md5 and'
+                    ' sha1 are refused); got %s')
 CASES = {
     # The example inventory users copy passes each role's checks.
     'vllm_service the example inventory': ('vllm_service', example_vars('vllm_service_'), None),
@@ -227,8 +229,22 @@ CASES = {
         'vllm_service_scheduling_policy': None, 'vllm_service_container_engine': None, 'vllm_service_mode': 'native'}, None),
     'vllm_service a public address without an API key': ('vllm_service', {
         'vllm_service_host': '0.0.0.0', 'vllm_service_api_key_file': None}, [
-        'vllm_service_host is 0.0.0.0, which is reachable beyond this host: set vllm_service_api_key or vllm_service_api_key_file'
-        ' (an API key is required there), or listen on 127.0.0.1.']),
+        'the service listens on 0.0.0.0 (vllm_service_host, or a --host in vllm_service_extra_args or vllm_service_cluster_args),'
+        ' which is reachable beyond this host: set vllm_service_api_key or vllm_service_api_key_file, or listen on 127.0.0.1']),
+    'vllm_service a public address in the extra arguments without an API key': ('vllm_service', {
+        'vllm_service_extra_args': ['--host', '0.0.0.0'], 'vllm_service_api_key_file': None}, [
+        'the service listens on 0.0.0.0 (vllm_service_host, or a --host in vllm_service_extra_args or vllm_service_cluster_args),'
+        ' which is reachable beyond this host: set vllm_service_api_key or vllm_service_api_key_file, or listen on 127.0.0.1']),
+    'vllm_service the key as --api_key is refused without showing it': ('vllm_service', {
+        'vllm_service_extra_args': ['--api_key=' + 'k' * 20]}, [
+        'vllm_service_extra_args[0] gives --api-key (written --api_key): the key goes in vllm_service_api_key or'
+        ' vllm_service_api_key_file, never in an argv']),
+    'vllm_service an image that is an option': ('vllm_service', {'vllm_service_image': '--privileged'}, [
+        'vllm_service_image must be null or an image reference such as quay.io/ascend/vllm-ascend:v0.13.0; got "--privileged"']),
+    'vllm_service a port from the command line': ('vllm_service', {'vllm_service_port': '8080'}, None),
+    'vllm_service a model path on another host for rsync': ('vllm_service', {'vllm_service_model_source': {'path': 'nas:/models/x'}}, [
+        "vllm_service_model_source must be null, {src: <directory on the controller>} or {path: <absolute directory on the node,"
+        " without ':'>} (rsync reads host:path as a remote and a leading - as an option); got {\"path\": \"nas:/models/x\"}"]),
     'vllm_service a loopback address without an API key': ('vllm_service', {
         'vllm_service_host': '127.0.0.2', 'vllm_service_api_key_file': None}, None),
     'vllm_service both an API key and a key file': ('vllm_service', {'vllm_service_api_key': 'test-key-0123456789abcdef'}, [
@@ -238,14 +254,14 @@ CASES = {
         'Set one of vllm_service_api_key and vllm_service_api_key_file, not both; the key must be 16 to 4096 printable'
         ' characters without blanks.']),
     'vllm_service the key in the extra arguments': ('vllm_service', {'vllm_service_extra_args': ['--api-key', 'k' * 20]}, [
-        EXTRA_ARGS % ('["--api-key", "kkkkkkkkkkkkkkkkkkkk"]', '[]')]),
+        KEY_IN_ARGS % 'vllm_service_extra_args']),
     'vllm_service a pin that is not exact': ('vllm_service', {'vllm_service_pip_packages': ['vllm>=0.13']}, [
         'vllm_service_pip_packages must be null or a list of exact pins, name==version (such as vllm-ascend==0.13.0);'
         ' got ["vllm>=0.13"]']),
     'vllm_service a fraction above 1': ('vllm_service', {'vllm_service_gpu_memory_utilization': 1.5}, [
         'vllm_service_gpu_memory_utilization must be null or a fraction above 0 and at most 1, such as 0.92; got 1.5']),
     'vllm_service no parallelism': ('vllm_service', {'vllm_service_tensor_parallel_size': 0}, [
-        'vllm_service_tensor_parallel_size must be 1 or more; got 0']),
+        'vllm_service_tensor_parallel_size must be a whole number of 1 or more; got 0']),
     'vllm_service a dtype vLLM does not know': ('vllm_service', {'vllm_service_dtype': 'fp8'}, [
         'vllm_service_dtype must be null or one of auto, half, float16, bfloat16, float, float32; got "fp8"']),
     'vllm_service NPUs listed twice': ('vllm_service', {'vllm_service_npus': [0, 1, 1]}, [
@@ -260,24 +276,42 @@ CASES = {
         'vllm_service_data_parallel_size': 2, 'vllm_service_data_parallel_size_local': 4}, [
         'vllm_service_data_parallel_size_local must be null or 1 to vllm_service_data_parallel_size; got 4']),
     'vllm_service the key in the cluster arguments': ('vllm_service', {'vllm_service_cluster_args': ['--api-key=' + 'k' * 20]}, [
-        EXTRA_ARGS % ('[]', '["--api-key=kkkkkkkkkkkkkkkkkkkk"]')]),
+        KEY_IN_ARGS % 'vllm_service_cluster_args']),
     'vllm_service an executor vLLM does not know': ('vllm_service', {'vllm_service_distributed_executor_backend': 'mpi'}, [
         'vllm_service_distributed_executor_backend must be null or one of mp, ray, uni, external_launcher; got "mpi"']),
+    # vllm_benchmark: lengths, the time limit and a run name that would leave the results folder
+    'vllm_benchmark good inputs': ('vllm_benchmark', {'vllm_benchmark_run_id': 'nightly-2026.12.01'}, None),
+    'vllm_benchmark a run name that leaves the results folder': ('vllm_benchmark', {'vllm_benchmark_run_id': '../../../tmp/x'}, [
+        "vllm_benchmark_run_id must be null or a name of letters, digits, '.', '_' and '-' (not first a '.' or '-'), up to 64;"
+        ' got "../../../tmp/x"']),
+    'vllm_benchmark no input': ('vllm_benchmark', {'vllm_benchmark_input_len': 0}, [
+        'vllm_benchmark_input_len must be 1 token or more; got 0']),
+    'vllm_benchmark a negative output': ('vllm_benchmark', {'vllm_benchmark_output_len': -1}, [
+        'vllm_benchmark_output_len must be 1 token or more; got -1']),
+    'vllm_benchmark no time': ('vllm_benchmark', {'vllm_benchmark_timeout': 0}, [
+        'vllm_benchmark_timeout must be 1 second or more; got 0']),
     # vllm_cluster: the multi-node inputs, each naming the variable
     'vllm_cluster good inputs': ('vllm_cluster', {}, None),
     'vllm_cluster Ray natively': ('vllm_cluster', {
         'vllm_cluster_backend': 'ray', 'vllm_service_mode': 'native', 'vllm_cluster_ray_object_store_memory': 104857600,
         'vllm_cluster_ray_pip_packages': ['ray[default]==2.56.1']}, None),
-    'vllm_cluster Ray in containers': ('vllm_cluster', {'vllm_cluster_backend': 'ray', 'vllm_service_mode': 'container'}, [
-        'vllm_cluster_backend ray runs Ray and vLLM from a venv on each node: set vllm_service_mode native, or use'
-        ' vllm_cluster_backend dp (vLLM\'s own data-parallel launcher), which also runs in containers.']),
+    # Ray in containers is refused once vllm_service's plan says the mode (tasks/node.yml, before anything changes):
+    # the cluster's own checks do not read vllm_service_mode.
+    'vllm_cluster Ray with the service in containers passes its own checks': ('vllm_cluster', {
+        'vllm_cluster_backend': 'ray', 'vllm_service_mode': 'container'}, None),
     'vllm_cluster a backend it does not know': ('vllm_cluster', {'vllm_cluster_backend': 'mpi'}, [
         SPEC_FAILED + 'value of vllm_cluster_backend must be one of: dp, ray, got: mpi']),
     'vllm_cluster a node not in the play': ('vllm_cluster', {'vllm_cluster_nodes': ['a2-node-09']}, [
         'vllm_cluster_nodes names hosts that are not in this play: ["a2-node-09"]; the play must run on every node of the cluster']),
     'vllm_cluster an address that is not IPv4': ('vllm_cluster', {'vllm_cluster_node_address': '10.10.0.256'}, [
         'vllm_cluster_node_address must be null or an IPv4 address of the node (got "10.10.0.256"); vllm_cluster_env must map'
-        ' names of letters, digits and _ (not VLLM_API_KEY) to values without control characters (got {}).']),
+        ' names of letters, digits and _ (not VLLM_API_KEY) to values without control characters (got the names []; values are'
+        ' not shown, they may be secrets).']),
+    'vllm_cluster a secret in a bad environment value is not shown': ('vllm_cluster', {
+        'vllm_cluster_env': {'HF_TOKEN': 'hf_secret\nvalue'}}, [
+        'vllm_cluster_node_address must be null or an IPv4 address of the node (got "10.10.0.21"); vllm_cluster_env must map'
+        ' names of letters, digits and _ (not VLLM_API_KEY) to values without control characters (got the names ["HF_TOKEN"];'
+        ' values are not shown, they may be secrets).']),
     'vllm_cluster an HCCL timeout out of range': ('vllm_cluster', {'vllm_cluster_hccl_connect_timeout': 60}, [
         'vllm_cluster_hccl_connect_timeout must be 120 to 7200 seconds (HCCL\'s range); got 60']),
     'vllm_cluster a Ray pin that is not exact': ('vllm_cluster', {'vllm_cluster_ray_pip_packages': ['ray>=2']}, [
@@ -434,7 +468,15 @@ CASES = {
         'package_fetch_source.url must be an http, https, ftp or file URL of a file, without spaces or control characters;'
         ' got "https://example.invalid/"']),
     'package_fetch checksum not hex': ('package_fetch', {'package_fetch_source': dict(URL_SOURCE, checksum='sha256:xyz')}, [
-        'package_fetch_source.checksum must be <algorithm>:<hex digest>, such as sha256:9f86d0...; got "sha256:xyz"']),
+        CHECKSUM_ACCEPTS % '"sha256:xyz"']),
+    'package_fetch an md5 checksum': ('package_fetch', {'package_fetch_source': dict(URL_SOURCE, checksum='md5:' + '0' * 32)}, [
+        CHECKSUM_ACCEPTS % ('"md5:' + '0' * 32 + '"')]),
+    'package_fetch a cut sha256': ('package_fetch', {'package_fetch_source': dict(URL_SOURCE, checksum=CHECKSUM[:20])}, [
+        CHECKSUM_ACCEPTS % ('"' + CHECKSUM[:20] + '"')]),
+    'package_fetch a sha512': ('package_fetch', {'package_fetch_source': dict(URL_SOURCE, checksum='sha512:' + 'a' * 128)}, None),
+    'package_fetch the password of a URL is not shown': ('package_fetch', {'package_fetch_source': {
+        'url': 'https://mirror-user:s3cret-pw@example.invalid/ascend/x.run'}}, [
+        ONE_SOURCE % (('package_fetch_source',) * 3 + ('{"url": "https://***@example.invalid/ascend/x.run"}',))]),
     'package_fetch url with a null checksum': ('package_fetch', {'package_fetch_source': dict(URL_SOURCE, checksum=None)}, [
         ONE_SOURCE % (('package_fetch_source',) * 3 + (json.dumps(dict(URL_SOURCE, checksum=None), sort_keys=True),))]),
     'package_fetch a misspelt key': ('package_fetch', {'package_fetch_source': {'pth': DRIVER}}, [
@@ -451,7 +493,8 @@ def control_cases():
     newline (which a pattern ending in $ would let through) and with one more control character before more text,
     taking the characters in turn so that each one meets several variables."""
     cases = {}
-    for role in ROLES:
+    # vllm_benchmark's strings (its grid, targets and extra arguments) reach only its own module, which checks them.
+    for role in [role for role in ROLES if role != 'vllm_benchmark']:
         for index, (name, make) in enumerate(string_inputs(role)):
             for text in ('\n', CONTROL_CHARACTERS[1 + index % (len(CONTROL_CHARACTERS) - 1)] + 'injected'):
                 cases['%s: %s holding %r (%d)' % (role, name, text, index)] = (role, dict(EXCLUDES.get(name, {}), **{name: make(text)}), name)
@@ -507,7 +550,8 @@ def test_control_character_cases_cover_what_lands_in_files():
         templates = os.path.join(REPO, 'roles', role, 'templates')
         for template in os.listdir(templates) if os.path.isdir(templates) else ():
             with open(os.path.join(templates, template), encoding='utf-8') as text:
-                used = set(re.findall(r'\b(%s_[a-z_]+)' % role, text.read()))
+                # The role's options; its exported facts (vllm_service_plan) come from its own checked plan.
+                used = set(re.findall(r'\b(%s_[a-z_]+)' % role, text.read())) - {role + '_plan'}
             spec = role_spec(role)
             assert used <= set(spec), template
             assert {name for name in used if spec[name].get('type', 'str') in ('str', 'path', 'list', 'dict')} <= covered, template

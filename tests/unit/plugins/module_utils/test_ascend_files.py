@@ -1104,3 +1104,21 @@ def test_npu_account_absent_files_and_system_db(tmp_path):
     group = {'name': 'HwHiAiUser', 'gid': 8, 'members': []}
     assert read_npu_account(RootFS(str(tmp_path)), user_db=(lambda name: user, lambda name: group)) == \
         {'user': user, 'group': group, 'user_in_group': True}
+
+
+def test_read_regular_file_reads_a_file_and_refuses_the_rest(tmp_path):
+    import os
+    from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._ascend_files import UnreadableFile, read_regular_file
+    regular = tmp_path / 'key'
+    regular.write_bytes(b'0123456789')
+    assert read_regular_file(str(regular), 10) == b'0123456789'
+    assert read_regular_file(str(tmp_path / 'absent'), 10) is None
+    with pytest.raises(UnreadableFile, match='larger than 9 bytes, not a key file'):
+        read_regular_file(str(regular), 9, 'a key file')
+    fifo = tmp_path / 'fifo'
+    os.mkfifo(str(fifo))
+    # Opened without waiting for a writer, then refused: the test ends instead of blocking.
+    with pytest.raises(UnreadableFile, match='a FIFO'):
+        read_regular_file(str(fifo), 10)
+    with pytest.raises(UnreadableFile, match='a directory'):
+        read_regular_file(str(tmp_path), 10)

@@ -291,7 +291,7 @@ def test_number():
 
 @pytest.mark.parametrize('content, message', [
     ('{"schema": "kunpeng_ascend.vllm/benchmark-run/1", ', r'is not valid JSON \(Expecting property name'),
-    (b'\xff\xfe{}', r'is not valid JSON \(.*codec'),
+    (b'\xff\xfe{}', r'is not valid JSON \(not UTF-8'),
     ('[1, 2]', r'holds a JSON list, not an object: it is no benchmark run file'),
     ('{"schema": "kunpeng_ascend.vllm/benchmark-run/2"}',
      r'has schema "kunpeng_ascend.vllm/benchmark-run/2", not \'kunpeng_ascend.vllm/benchmark-run/1\': it is no '
@@ -338,5 +338,14 @@ def test_a_missing_directory_fails(tmp_path):
 def test_an_oversized_file_is_refused(tmp_path, monkeypatch):
     run_dir = copy_run_dir(SWEEP, tmp_path)
     monkeypatch.setattr(_benchmark_report, 'MAX_BYTES', 1000)
-    with pytest.raises(ReportError, match=r'c1.json is larger than 1000 bytes'):
+    with pytest.raises(ReportError, match=r'c1.json: larger than 1000 bytes, not a benchmark run file'):
+        load_run_dir(run_dir)
+
+
+def test_a_fifo_in_place_of_a_run_file_is_refused_without_waiting(tmp_path):
+    run_dir = copy_run_dir(SWEEP, tmp_path)
+    fifo = os.path.join(run_dir, 'runs', 'node1', 'c1.json')
+    os.remove(fifo)
+    os.mkfifo(fifo)
+    with pytest.raises(ReportError, match=r'c1.json: a FIFO|c1.json: .*not a regular file'):
         load_run_dir(run_dir)

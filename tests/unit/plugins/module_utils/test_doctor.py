@@ -94,13 +94,6 @@ def test_versions_under_a_waiver_warn_with_its_reason_and_expiry_and_an_expired_
     assert expired['details']['waiver'] is None
 
 
-def test_release_from_image():
-    assert _doctor.release_from_image('quay.io/ascend/vllm-ascend:v0.13.0-a3') == '0.13.0'
-    assert _doctor.release_from_image('quay.io/ascend/vllm-ascend:latest') is None
-
-
-# --- NPUs ----------------------------------------------------------------------------------------------------------
-
 def test_npu_health_ok_on_a_healthy_table():
     result = _doctor.check_npu_health(info(BUSY_910B3))
     assert (result['status'], result['summary']) == ('ok', 'all 8 NPU chips are healthy')

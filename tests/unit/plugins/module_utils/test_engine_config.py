@@ -157,7 +157,10 @@ def test_config_default_gets_the_runtime_and_keeps_every_other_line(fixture, ver
     merged = merge_containerd_toml(text, CONFIG, 'ascend', RUNTIME)
     assert merged.changed and merged.warnings == []
     containerd = runtime_of(merged.text, version)
-    assert containerd['runtimes']['ascend'] == {'runtime_type': 'io.containerd.runc.v2', 'options': {'BinaryName': RUNTIME}}
+    # runc's cgroup driver is the runtime's too (the 1.x docs set SystemdCgroup = false; 2.x's leave it out).
+    inherited = {key: value for key, value in containerd['runtimes']['runc'].get('options', {}).items() if key == 'SystemdCgroup'}
+    assert containerd['runtimes']['ascend'] == {'runtime_type': 'io.containerd.runc.v2',
+                                                'options': dict(inherited, BinaryName=RUNTIME)}
     # Not asked: the default runtime stays runc.
     assert containerd['default_runtime_name'] == 'runc'
     # Only lines were added: every line of the file is there, in order.
@@ -348,6 +351,45 @@ def test_an_invalid_file_is_refused_naming_it_not_edited(text):
     assert str(raised.value).endswith('): fix it; it was left unchanged')
 
 
+V3_SYSTEMD = '''version = 3
+
+[plugins]
+  [plugins.'io.containerd.cri.v1.runtime']
+    [plugins.'io.containerd.cri.v1.runtime'.containerd]
+      default_runtime_name = 'runc'
+      [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes]
+        [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc]
+          runtime_type = 'io.containerd.runc.v2'
+          [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc.options]
+            SystemdCgroup = true
+            BinaryName = ''
+'''
+
+
+def test_the_runtime_takes_runc_s_systemd_cgroup_driver():
+    merged = merge_containerd_toml(V3_SYSTEMD, CONFIG, 'ascend', RUNTIME)
+    assert runtime_of(merged.text, 3)['runtimes']['ascend']['options'] == {'SystemdCgroup': True, 'BinaryName': RUNTIME}
+    assert merge_containerd_toml(merged.text, CONFIG, 'ascend', RUNTIME).changed is False
+
+
+def test_a_cgroup_driver_of_its_own_is_kept():
+    text = V3_SYSTEMD + ('''        [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.ascend]
+          runtime_type = 'io.containerd.runc.v2'
+          [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.ascend.options]
+            SystemdCgroup = false
+''')
+    merged = merge_containerd_toml(text, CONFIG, 'ascend', RUNTIME)
+    assert runtime_of(merged.text, 3)['runtimes']['ascend']['options'] == {'SystemdCgroup': False, 'BinaryName': RUNTIME}
+
+
+@pytest.mark.parametrize('value', ['[' * 20000 + ']' * 20000, '{a=' * 20000 + '1' + '}' * 20000],
+                         ids=['arrays', 'inline-tables'])
+def test_a_hostile_nesting_is_refused_with_a_message(value):
+    with pytest.raises(ConfigError) as raised:
+        merge_containerd_toml('version = 2\n[debug]\n  level = %s\n' % value, CONFIG, 'ascend', RUNTIME)
+    assert str(raised.value).startswith('%s is not valid TOML (' % CONFIG)
+
+
 @pytest.mark.parametrize('fixture', [V2_16, V2_17, V3_23])
 @pytest.mark.parametrize('default_runtime', [None, True, False])
 def test_without_tomllib_the_edit_is_the_same(monkeypatch, fixture, default_runtime):
@@ -447,7 +489,7 @@ def test_random_valid_configs_get_the_runtime_and_keep_everything_else(place, co
               'in-the-containerd-table': 'version = 2\n[plugins."io.containerd.grpc.v1.cri".containerd]\n',
               'after-cri-doc': load_fixture(V2_17)}[place]
     added_lines = {'', 'runtime_type = "io.containerd.runc.v2"', 'BinaryName = "%s"' % RUNTIME,
-                   'default_runtime_name = "ascend"'}
+                   'default_runtime_name = "ascend"', 'SystemdCgroup = false'}
     for quote in '"\'':
         containerd = '[plugins.%sio.containerd.grpc.v1.cri%s.containerd' % (quote, quote)
         added_lines.update(containerd + end for end in (']', '.runtimes.ascend]', '.runtimes.ascend.options]'))
@@ -461,8 +503,9 @@ def test_random_valid_configs_get_the_runtime_and_keep_everything_else(place, co
         default_runtime = rng.choice([None, True])
         merged = merge_containerd_toml(text, CONFIG, 'ascend', RUNTIME, default_runtime=default_runtime)
         containerd = tomllib.loads(merged.text)['plugins'][CRI[2]]['containerd']
+        inherited = {'SystemdCgroup': False} if place == 'after-cri-doc' else {}
         assert containerd['runtimes']['ascend'] == {'runtime_type': 'io.containerd.runc.v2',
-                                                    'options': {'BinaryName': RUNTIME}}, merged.text
+                                                    'options': dict(inherited, BinaryName=RUNTIME)}, merged.text
         assert default_runtime is None or containerd['default_runtime_name'] == 'ascend'
         new_lines = merged.text.split('\n')
         if default_runtime:
@@ -488,13 +531,13 @@ def test_a_runtime_path_of_any_characters_is_written_as_a_valid_toml_string(runt
     text = load_fixture(V2_17)
     merged = merge_containerd_toml(text, CONFIG, 'ascend', runtime_path)
     # Escaped: no control character, tab or newline of the path is written as it is.
-    assert len(merged.text.split('\n')) == len(text.split('\n')) + 5
+    assert len(merged.text.split('\n')) == len(text.split('\n')) + 6
     added = set(merged.text.split('\n')) - set(text.split('\n'))
     assert not [char for line in added for char in line if char in '\t\x7f\x85\u2028' or char < ' ']
     readers = [_toml] + ([tomllib] if tomllib is not _toml else [])
     for reader in readers:
         runtimes = reader.loads(merged.text)['plugins'][CRI[2]]['containerd']['runtimes']
-        assert runtimes['ascend']['options'] == {'BinaryName': runtime_path}
+        assert runtimes['ascend']['options'] == {'BinaryName': runtime_path, 'SystemdCgroup': False}
     assert merge_containerd_toml(merged.text, CONFIG, 'ascend', runtime_path).changed is False
     moved = merge_containerd_toml(merged.text, CONFIG, 'ascend', RUNTIME)
     assert moved.changed and tomllib.loads(moved.text) == tomllib.loads(merge_containerd_toml(text, CONFIG, 'ascend',

@@ -135,6 +135,13 @@ def broken(tmp_path, files):
     (lambda t: broken(t, {'manifest.json': b'[{"Config": "abc.json"}]', 'abc.json': None}),
      ': abc.json (the config of entry 1 of manifest.json) is not a regular file'),
     (lambda t: broken(t, {'index.json': b'{"manifests": []}'}), ': index.json lists no manifest'),
+    # Hostile or odd JSON: deep nesting, NaN, wrong types.
+    (lambda t: broken(t, {'manifest.json': b'[' * 50000 + b']' * 50000}), 'is not valid JSON (nested deeper than 64 levels)'),
+    (lambda t: broken(t, {'manifest.json': b'[{"Config": NaN}]'}), 'is not valid JSON (NaN is not a JSON number)'),
+    (lambda t: broken(t, {'manifest.json': b'[{"Config": "abc.json", "RepoTags": "a:1"}]', 'abc.json': b'{}'}),
+     'has RepoTags of JSON type str, not a list of names'),
+    (lambda t: broken(t, {'index.json': b'{"manifests": "all"}'}), ': index.json lists no manifest'),
+    (lambda t: broken(t, {'manifest.json': b'{"Config": "abc.json"}'}), ': manifest.json lists no image'),
     (lambda t: broken(t, {'index.json': b'{"manifests": [{"digest": "md5:abc"}]}'}),
      ": manifest 1 of index.json has digest 'md5:abc', not sha256:<64 hex digits>"),
     (lambda t: broken(t, {'index.json': json.dumps({'manifests': [{'digest': 'sha256:' + 'a' * 64}]}).encode()}),

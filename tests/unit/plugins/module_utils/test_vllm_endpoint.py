@@ -486,3 +486,55 @@ def test_systemctl_show_is_parsed_with_numbers():
                                           ('active', False), ('deactivating', False)])
 def test_a_unit_is_down_when_failed_or_inactive(active, down):
     assert unit_is_down({'ActiveState': active}) is down
+
+
+def test_an_answer_that_trickles_is_cut_off_at_request_timeout():
+    # The server sends a byte every 20 ms, forever: each read gets data within the socket's timeout, so only a
+    # limit on the whole request ends it. Bounded by HANG_SECONDS should the limit fail.
+    from ansible_collections.kunpeng_ascend.vllm.tests.helpers import HANG_SECONDS
+    listener = socket.socket()
+    listener.bind(('127.0.0.1', 0))
+    listener.listen(1)
+    stop = threading.Event()
+
+    def trickle():
+        connection, _address = listener.accept()
+        connection.recv(65536)
+        try:
+            for byte in iter(lambda: b'HTTP/1.1 200 OK\r\nX-Slow: ' + b'a' * 10 ** 6, None):
+                for index in range(len(byte)):
+                    if stop.is_set():
+                        return
+                    connection.sendall(byte[index:index + 1])
+                    time.sleep(0.02)
+        except OSError:
+            pass
+        finally:
+            connection.close()
+
+    server = threading.Thread(target=trickle, daemon=True)
+    server.start()
+    outcome = []
+    client = threading.Thread(target=lambda: outcome.append(_catch(
+        lambda: _vllm_endpoint.request('http://127.0.0.1:%d/health' % listener.getsockname()[1], timeout=0.3))),
+        daemon=True)
+    client.start()
+    client.join(HANG_SECONDS)
+    stop.set()
+    listener.close()
+    assert not client.is_alive(), 'the request kept reading past its time limit'
+    assert isinstance(outcome[0], _vllm_endpoint.NotYet) and 'no answer within 0.3 s (request_timeout)' in str(outcome[0])
+
+
+def _catch(call):
+    try:
+        return call()
+    except Exception as error:  # the test looks at what was raised
+        return error
+
+
+@pytest.mark.parametrize('key', ['sk-secret\r\nX-Injected: 1', 'sk secret with blanks', 'sk-\x00'])
+def test_a_key_no_header_can_carry_is_refused_without_showing_it(key):
+    with pytest.raises(ValueError) as raised:
+        EndpointCheck('http://127.0.0.1:1', 'tiny', api_key=key)
+    assert 'secret' not in str(raised.value) and 'api_key' in str(raised.value)

@@ -119,8 +119,10 @@ def test_containerd_file_is_edited_by_table(fake_host):
     assert result['changed'] is True and result['config'] is None
     data = tomllib.loads(read(path))['plugins']['io.containerd.grpc.v1.cri']['containerd']
     assert data['default_runtime_name'] == 'ascend'
-    assert data['runtimes']['ascend'] == {'runtime_type': 'io.containerd.runc.v2', 'options': {'BinaryName': RUNTIME}}
-    assert len(read(path).splitlines()) == len(text.splitlines()) + 5
+    # runc's cgroup driver (the 1.7 doc's SystemdCgroup = false) is the runtime's too.
+    assert data['runtimes']['ascend'] == {'runtime_type': 'io.containerd.runc.v2',
+                                          'options': {'BinaryName': RUNTIME, 'SystemdCgroup': False}}
+    assert len(read(path).splitlines()) == len(text.splitlines()) + 6
     assert run_module({'engine': 'containerd', 'path': path, 'default_runtime': True})['changed'] is False
 
 

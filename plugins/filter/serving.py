@@ -1,0 +1,52 @@
+# -*- coding: utf-8 -*-
+
+# Copyright (c) kunpeng_ascend.vllm contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+"""The serving_plan filter (documented in serving_plan.yml)."""
+
+from __future__ import annotations
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._serving import (
+    PROBE_PATHS,
+    check_inputs,
+    release_of,
+    serving_plan as _plan,
+)
+
+
+def serving_plan(inputs, facts=None):
+    """The serving plan of one node from the vllm_service variables ``inputs`` (without their prefix) and the host's
+    ``facts``; without facts, only the problems the inputs alone show and the paths to look for on the host."""
+    if not isinstance(inputs, dict):
+        raise AnsibleFilterError('serving_plan: the input must be a dict of the vllm_service variables, not %s'
+                                 % type(inputs).__name__)
+    if facts is None:
+        return {'problems': check_inputs(inputs), 'probe_paths': list(PROBE_PATHS)}
+    if not isinstance(facts, dict):
+        raise AnsibleFilterError('serving_plan: facts must be a dict, not %s' % type(facts).__name__)
+    return _plan(inputs, facts)
+
+
+def vllm_ascend_release(image=None, pip_packages=None, version=None, mode='auto'):
+    """The vllm-ascend release a service runs, as the serving plan reads it: ``version``, else the tag of ``image``
+    (container mode, or auto with an image), else the ``vllm-ascend==`` pin of ``pip_packages``; '' when none says."""
+    for name, value in (('image', image), ('version', version)):
+        if value is not None and not isinstance(value, str):
+            raise AnsibleFilterError('vllm_ascend_release: %s must be a string or null, not %s' % (name, type(value).__name__))
+    if pip_packages is not None and not isinstance(pip_packages, list):
+        raise AnsibleFilterError('vllm_ascend_release: pip_packages must be a list or null, not %s'
+                                 % type(pip_packages).__name__)
+    if mode not in ('auto', 'native', 'container'):
+        raise AnsibleFilterError('vllm_ascend_release: mode must be auto, native or container, not %r' % (mode,))
+    if mode == 'auto':
+        mode = 'container' if image else 'native'
+    return release_of(image, pip_packages, version, mode)
+
+
+class FilterModule(object):
+    def filters(self):
+        return {'serving_plan': serving_plan, 'vllm_ascend_release': vllm_ascend_release}

@@ -1,0 +1,659 @@
+# -*- coding: utf-8 -*-
+
+# Copyright (c) kunpeng_ascend.vllm contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+"""The serving plan: one vLLM deployment on one node, computed once from the role's inputs and the host's facts.
+
+``check_inputs`` decides what the inputs alone can tell (role vllm_service's input checks, before any fact is read);
+``serving_plan`` adds the host's facts and returns the whole deployment - the vllm-ascend release, the mode, the NPUs
+and their cards, the NUMA binding, the ``vllm serve`` argv, the container argv (devices, mounts, environment names),
+the environment, the unit, file and container names, and whether the API is reachable beyond the host (decided from
+the final argv, whatever added to it). Every problem is a message naming the variable to fix; no message holds a
+secret. Pure: no Ansible, no host access (the filter ``serving_plan`` exposes it)."""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import re
+
+# The valued `vllm serve` options the role sets from its own variables, in argv order: (variable, option).
+VALUED_FLAGS = (
+    ('tensor_parallel_size', '--tensor-parallel-size'),
+    ('data_parallel_size', '--data-parallel-size'),
+    ('data_parallel_size_local', '--data-parallel-size-local'),
+    ('distributed_executor_backend', '--distributed-executor-backend'),
+    ('max_model_len', '--max-model-len'),
+    ('max_num_seqs', '--max-num-seqs'),
+    ('max_num_batched_tokens', '--max-num-batched-tokens'),
+    ('gpu_memory_utilization', '--gpu-memory-utilization'),
+    ('quantization', '--quantization'),
+    ('dtype', '--dtype'),
+    ('scheduling_policy', '--scheduling-policy'),
+)
+# The switches the role sets from its booleans: (variable, option).
+SWITCH_FLAGS = (
+    ('enable_expert_parallel', '--enable-expert-parallel'),
+    ('enforce_eager', '--enforce-eager'),
+    ('headless', '--headless'),
+)
+# Options whose last occurrence decides where the API listens and who may call it; extra arguments may give
+# --host and --port (the plan reads the final argv), never the key nor a file of options the plan cannot read.
+ADDRESS_FLAGS = ('--host', '--port')
+FORBIDDEN_FLAGS = {
+    '--api-key': 'the key goes in vllm_service_api_key or vllm_service_api_key_file, never in an argv',
+    '--config': 'a file of options would decide the address and the key out of the plan\'s sight; give the options '
+                'themselves',
+    '--uds': 'the service listens on TCP (vllm_service_host and vllm_service_port)',
+}
+# Every option the plan reads, for the abbreviations argparse accepts (a unique prefix of an option is that option).
+GUARDED_FLAGS = ADDRESS_FLAGS + tuple(sorted(FORBIDDEN_FLAGS))
+
+# The serving parameters a run records and a tuning grid may set (vllm_service variables without their prefix).
+SERVING_PARAMS = ('tensor_parallel_size', 'data_parallel_size', 'enable_expert_parallel', 'max_model_len',
+                  'max_num_seqs', 'max_num_batched_tokens', 'gpu_memory_utilization', 'quantization', 'dtype',
+                  'scheduling_policy', 'enforce_eager', 'cpu_kvcache_space', 'extra_args')
+
+CHOICES = {
+    'dtype': ('auto', 'half', 'float16', 'bfloat16', 'float', 'float32'),
+    'scheduling_policy': ('fcfs', 'priority'),
+    'distributed_executor_backend': ('mp', 'ray', 'uni', 'external_launcher'),
+    'container_engine': ('docker', 'podman'),
+    'mode': ('auto', 'native', 'container'),
+    'numa_bind': ('auto', 'numactl', 'vllm_ascend', 'none'),
+}
+
+# The environment every mode gets: offline (no model hub, no usage report).
+ENV_BASE = {'HF_HUB_OFFLINE': '1', 'VLLM_NO_USAGE_STATS': '1', 'DO_NOT_TRACK': '1'}
+# The vllm-ascend tutorials' environment, by the first release that documents it (newest first). OMP_NUM_THREADS
+# went from 100 to 1 and HCCL_BUFFSIZE from 1024 to 200; VLLM_USE_V1 is 0.9-era only; HCCL_OP_EXPANSION_MODE=AIV
+# came later.
+ENV_NPU_BY_RELEASE = (
+    ((0, 11, 0), {'PYTORCH_NPU_ALLOC_CONF': 'expandable_segments:True', 'OMP_PROC_BIND': 'false',
+                  'OMP_NUM_THREADS': '1', 'HCCL_BUFFSIZE': '200', 'HCCL_OP_EXPANSION_MODE': 'AIV',
+                  'TASK_QUEUE_ENABLE': '1'}),
+    ((0, 9, 0), {'PYTORCH_NPU_ALLOC_CONF': 'expandable_segments:True', 'OMP_PROC_BIND': 'false',
+                 'OMP_NUM_THREADS': '100', 'HCCL_BUFFSIZE': '1024', 'TASK_QUEUE_ENABLE': '1', 'VLLM_USE_V1': '1'}),
+    ((0, 0, 0), {'PYTORCH_NPU_ALLOC_CONF': 'expandable_segments:True', 'OMP_NUM_THREADS': '100',
+                 'HCCL_BUFFSIZE': '1024', 'TASK_QUEUE_ENABLE': '1'}),
+)
+
+# The driver files a container needs when no Ascend runtime injects them (vllm-ascend's documented recipe), each
+# mounted only where the host has it; npu-smi is in /usr/local/bin on most products, /usr/local/sbin on some.
+DRIVER_FILES = (
+    '/usr/local/dcmi',
+    '/usr/local/Ascend/driver/tools/hccn_tool',
+    '/usr/local/bin/npu-smi',
+    '/usr/local/sbin/npu-smi',
+    '/usr/local/Ascend/driver/version.info',
+    '/etc/ascend_install.info',
+)
+DRIVER_LIB = '/usr/local/Ascend/driver/lib64'
+DRIVER_DIR = '/usr/local/Ascend/driver'
+# The NPU control devices a container gets where the host has them (Atlas 200I-class boards have the last two).
+CONTROL_DEVICES = ('/dev/davinci_manager', '/dev/devmm_svm', '/dev/hisi_hdc', '/dev/ascend_manager', '/dev/user_config')
+# What the role looks for on the host before the plan: the driver files and control devices it may mount.
+PROBE_PATHS = DRIVER_FILES + CONTROL_DEVICES
+# Capabilities a container may add (vllm-ascend recipes add some for profiling and pinned memory); never SYS_ADMIN
+# and never --privileged, which would give the container the host.
+CAP_ADD_ALLOWED = ('IPC_LOCK', 'SYS_NICE', 'SYS_PTRACE', 'SYS_RESOURCE')
+NETWORKS = ('host', 'bridge')
+# The container path of the service's state directory (vLLM's caches).
+CONTAINER_CACHE = '/root/.cache'
+
+_NAME = re.compile(r'[A-Za-z0-9_.-]{1,64}\Z')
+_HOST = re.compile(r'[A-Za-z0-9_.:-]{1,253}\Z')
+_ENV_NAME = re.compile(r'[A-Za-z_][A-Za-z0-9_]*\Z')
+_NO_CONTROL = re.compile(r'[^\x00-\x1f\x7f]*\Z')
+_NO_BLANK = re.compile(r'[^\x00-\x20\x7f]{1,1024}\Z')
+_SERVED_NAME = re.compile(r'[^\x00-\x20\x7f]{1,256}\Z')
+_PATH = re.compile(r'/[^\x00-\x1f\x7f]*\Z')
+_USER = re.compile(r'[a-z_][a-z0-9_-]{0,31}\Z')
+_SHM = re.compile(r'[0-9]+[bkmgBKMG]?\Z')
+# An image reference: [registry[:port]/]path[:tag][@digest], lower-case path components (the engines' grammar).
+_IMAGE = re.compile(r'[A-Za-z0-9][A-Za-z0-9._-]*(:[0-9]+)?(/[a-z0-9]+([._-]+[a-z0-9]+)*)*'
+                    r'(:[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?(@sha256:[0-9a-f]{64})?\Z')
+_VOLUME = re.compile(r'(/[^:\x00-\x1f\x7f]*):(/[^:\x00-\x1f\x7f]*)(:[a-zA-Z,]+)?\Z')
+_RELEASE_IN_TAG = re.compile(r':v?([0-9]+[.][0-9]+[.][0-9]+[^-@]*)')
+_RELEASE_IN_PIN = re.compile(r'vllm[-_]ascend==v?(.+)\Z', re.IGNORECASE)
+_RELEASE_NUMBERS = re.compile(r'v?([0-9]+)[.]([0-9]+)[.]([0-9]+)')
+
+
+def _show(value, limit=200):
+    """A value for a message, as JSON (the roles' other messages show values so), shortened."""
+    try:
+        text = json.dumps(value, sort_keys=True, default=str)
+    except (TypeError, ValueError):
+        text = repr(value)
+    return text if len(text) <= limit else text[:limit] + '...'
+
+
+# ------------------------------------------------------------------------------------------------------ the release
+
+def release_of(image=None, pip_packages=None, version=None, mode='container'):
+    """The vllm-ascend release a service runs: ``version`` when given, else the image's tag (container mode, such
+    as ``quay.io/ascend/vllm-ascend:v0.13.0-a3`` -> 0.13.0) or the ``vllm-ascend==`` pin (native mode); '' when
+    none says. The leading v is dropped."""
+    if version:
+        return str(version).strip().lstrip('v')
+    if mode == 'container':
+        match = _RELEASE_IN_TAG.search(image or '')
+        return match.group(1) if match else ''
+    for pin in pip_packages or ():
+        match = _RELEASE_IN_PIN.match(str(pin))
+        if match:
+            return match.group(1)
+    return ''
+
+
+def environment_defaults(release, has_npus, cpu_kvcache_space=4):
+    """The environment defaults of a service: offline, plus the release's NPU tutorial environment on NPU hosts (the
+    newest entry not above the release; the oldest when the release says no number), or the CPU backend's KV cache
+    size elsewhere."""
+    env = dict(ENV_BASE)
+    if not has_npus:
+        env['VLLM_CPU_KVCACHE_SPACE'] = str(cpu_kvcache_space)
+        return env
+    match = _RELEASE_NUMBERS.match(release or '')
+    numbers = tuple(int(part) for part in match.groups()) if match else (0, 0, 0)
+    for first, release_env in ENV_NPU_BY_RELEASE:
+        if numbers >= first:
+            env.update(release_env)
+            break
+    return env
+
+
+# ------------------------------------------------------------------------------------------------- the final argv
+
+def _option_name(arg):
+    """The option an argv element names, as vLLM's parser reads it (``_`` becomes ``-`` in the name, ``=value``
+    split off), or None for a value."""
+    if not isinstance(arg, str) or not arg.startswith('--') or arg == '--':
+        return None
+    name = arg.split('=', 1)[0]
+    return '--' + name[2:].split('.', 1)[0].replace('_', '-')
+
+
+def resolve_option(name, known=GUARDED_FLAGS):
+    """The guarded option ``name`` stands for: itself, or the one guarded option it abbreviates (argparse takes a
+    unique prefix); '' when it stands for none; None when it abbreviates several (ambiguous, refused)."""
+    if name in known:
+        return name
+    matches = [flag for flag in known if flag.startswith(name) and len(name) > 2]
+    if len(matches) == 1:
+        return matches[0]
+    return None if matches else ''
+
+
+def last_value(argv, flag):
+    """The value the last ``flag`` (any spelling: ``--flag value``, ``--flag=value``, ``_`` for ``-``, a unique
+    abbreviation) gives in ``argv``, as argparse keeps it; None when it is absent."""
+    value = None
+    index = 0
+    while index < len(argv):
+        arg = argv[index]
+        name = _option_name(arg)
+        if name is not None and resolve_option(name) == flag:
+            if '=' in arg:
+                value = arg.split('=', 1)[1]
+            elif index + 1 < len(argv):
+                value = argv[index + 1]
+                index += 1
+        index += 1
+    return value
+
+
+def is_loopback(host):
+    """Whether ``host`` is reachable from this host only: localhost or a loopback IP address (127.0.0.0/8, ::1). A
+    host name that merely starts with 127. is not."""
+    if host == 'localhost':
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def client_url(host, port):
+    """The URL a client on the node reaches the service at (a wildcard address through loopback)."""
+    client = '127.0.0.1' if host in ('0.0.0.0', '', None) else '::1' if host == '::' else host
+    return 'http://%s:%s' % ('[%s]' % client if ':' in client else client, port)
+
+
+# -------------------------------------------------------------------------------------------------- input checks
+
+def _is_int(value):
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _check_args(name, args, problems):
+    """The extra or cluster arguments: a list of strings without control characters, none of the forbidden options
+    in any spelling, no abbreviation of a guarded option that is ambiguous."""
+    if not isinstance(args, list) or not all(isinstance(arg, str) for arg in args):
+        kind = type(args).__name__ if not isinstance(args, list) else 'a list with a non-string'
+        problems.append('%s must be a list of strings; got %s' % (name, kind))
+        return
+    for position, arg in enumerate(args):
+        if not _NO_CONTROL.match(arg):
+            problems.append('%s[%d] holds a control character' % (name, position))
+            continue
+        option = _option_name(arg)
+        if option is None:
+            continue
+        resolved = resolve_option(option)
+        if resolved is None:
+            problems.append('%s[%d] (%s) abbreviates several options vLLM reads; spell the option out'
+                            % (name, position, option))
+        elif resolved in FORBIDDEN_FLAGS:
+            # The value is never shown: it may be the key.
+            written = arg.split('=', 1)[0]
+            spelling = '' if written == resolved else ' (written %s)' % written
+            problems.append('%s[%d] gives %s%s: %s' % (name, position, resolved, spelling, FORBIDDEN_FLAGS[resolved]))
+
+
+def _check_env(name, env, problems):
+    if not isinstance(env, dict):
+        problems.append('%s must be a mapping of variable names to values; got %s' % (name, type(env).__name__))
+        return
+    for key, value in env.items():
+        if not isinstance(key, str) or not _ENV_NAME.match(key):
+            problems.append('%s: %s is not a variable name (letters, digits and _, not first a digit)'
+                            % (name, _show(key)))
+        elif key == 'VLLM_API_KEY':
+            problems.append('%s sets VLLM_API_KEY: the key goes in vllm_service_api_key or vllm_service_api_key_file'
+                            % name)
+        elif value is not None and not _NO_CONTROL.match(str(value)):
+            problems.append('%s: the value of %s holds a control character' % (name, key))
+
+
+def _volume_parts(volume):
+    match = _VOLUME.match(volume) if isinstance(volume, str) else None
+    return (match.group(1), match.group(2), match.group(3) or '') if match else None
+
+
+# Inputs that are numbers or booleans; `-e name=value` on the command line gives every value as a string.
+INT_INPUTS = ('port', 'tensor_parallel_size', 'data_parallel_size', 'data_parallel_size_local', 'max_model_len',
+              'max_num_seqs', 'max_num_batched_tokens', 'cpu_kvcache_space')
+FLOAT_INPUTS = ('gpu_memory_utilization',)
+BOOL_INPUTS = ('enable_expert_parallel', 'enforce_eager', 'headless', 'mount_driver_dir', 'api_key_set', 'ipc_host')
+_TRUE = ('true', 'yes', 'on', '1')
+_FALSE = ('false', 'no', 'off', '0')
+
+
+def normalize_inputs(inputs):
+    """The inputs with numbers and booleans given as strings (``-e vllm_service_port=8080``) read as such; a string
+    that is not one stays a string, for the checks to refuse by name."""
+    result = dict(inputs)
+    for name in INT_INPUTS:
+        value = result.get(name)
+        if isinstance(value, str) and re.match(r'[0-9]{1,9}\Z', value.strip()):
+            result[name] = int(value.strip())
+    for name in FLOAT_INPUTS:
+        value = result.get(name)
+        if isinstance(value, str) and re.match(r'[0-9]{0,3}([.][0-9]{1,6})?\Z', value.strip()) and value.strip('. '):
+            result[name] = float(value.strip())
+    for name in BOOL_INPUTS:
+        value = result.get(name)
+        if isinstance(value, str) and value.strip().lower() in _TRUE + _FALSE:
+            result[name] = value.strip().lower() in _TRUE
+    return result
+
+
+def check_inputs(inputs):
+    """The problems the role's inputs alone show (``inputs``: the vllm_service variables without their prefix), each
+    naming the variable; empty when they are fine. Facts about the host are checked by ``serving_plan``."""
+    problems = []
+    inputs = normalize_inputs(inputs)
+    get = inputs.get
+
+    def string(name, pattern, accepts, optional=False):
+        value = get(name)
+        if value is None and optional:
+            return
+        if not isinstance(value, str) or not pattern.match(value) or value.startswith('-'):
+            problems.append('vllm_service_%s must be %s%s; got %s'
+                            % (name, 'null or ' if optional else '', accepts, _show(value)))
+
+    string('name', _NAME, "1 to 64 letters, digits, '.', '_' or '-', not first a '-'")
+    string('host', _HOST, 'an IP address or host name to listen on')
+    string('served_model_name', _SERVED_NAME, 'a model name without blanks or control characters, not first a -',
+           optional=True)
+    string('shm_size', _SHM, 'a size such as 1g or 512m')
+    string('quantization', _NO_BLANK, 'a method name without blanks, not first a -', optional=True)
+    string('image', _IMAGE, 'an image reference such as quay.io/ascend/vllm-ascend:v0.13.0', optional=True)
+    string('model', _PATH, 'an absolute path without control characters')
+    string('venv', _PATH, 'an absolute path without control characters')
+    string('user', _USER, 'a system account name (lower-case letters, digits, _ and -, up to 32)', optional=True)
+    string('cann_env_file', _PATH, 'an absolute path without control characters', optional=True)
+    string('api_key_file', _PATH, 'an absolute path without control characters', optional=True)
+
+    port = get('port')
+    if not _is_int(port) or not 1 <= port <= 65535:
+        problems.append('vllm_service_port must be a whole number from 1 to 65535; got %s' % _show(port))
+    for name in ('tensor_parallel_size', 'data_parallel_size'):
+        if not _is_int(get(name)) or get(name) < 1:
+            problems.append('vllm_service_%s must be a whole number of 1 or more; got %s' % (name, _show(get(name))))
+    local = get('data_parallel_size_local')
+    if local is not None and (not _is_int(local) or local < 1
+                              or (_is_int(get('data_parallel_size')) and local > get('data_parallel_size'))):
+        problems.append('vllm_service_data_parallel_size_local must be null or 1 to vllm_service_data_parallel_size; '
+                        'got %s' % _show(local))
+    for name in ('max_model_len', 'max_num_seqs', 'max_num_batched_tokens'):
+        value = get(name)
+        if value is not None and (not _is_int(value) or value < 1):
+            problems.append('vllm_service_%s must be null or a whole number of 1 or more; got %s' % (name, _show(value)))
+    memory = get('gpu_memory_utilization')
+    if memory is not None and (isinstance(memory, bool) or not isinstance(memory, (int, float))
+                               or not 0 < memory <= 1):
+        problems.append('vllm_service_gpu_memory_utilization must be null or a fraction above 0 and at most 1, such '
+                        'as 0.92; got %s' % _show(memory))
+    space = get('cpu_kvcache_space')
+    if not _is_int(space) or space < 1:
+        problems.append('vllm_service_cpu_kvcache_space must be a whole number of GiB, 1 or more; got %s' % _show(space))
+    for name, choices in CHOICES.items():
+        value = get(name)
+        if value is not None and value not in choices:
+            problems.append('vllm_service_%s must be %sone of %s; got %s' % (
+                name, '' if name in ('mode', 'numa_bind') else 'null or ', ', '.join(choices), _show(value)))
+    for name in ('enable_expert_parallel', 'enforce_eager', 'headless', 'mount_driver_dir'):
+        if not isinstance(get(name, False), bool):
+            problems.append('vllm_service_%s must be true or false; got %s' % (name, _show(get(name))))
+    npus = get('npus')
+    if npus is not None and (not isinstance(npus, list) or not npus or not all(_is_int(npu) and npu >= 0 for npu in npus)
+                             or len(set(npus)) != len(npus)):
+        problems.append('vllm_service_npus must be null or a non-empty list of distinct NPU ids (0 or more); got %s'
+                        % _show(npus))
+    cap_add = get('cap_add', [])
+    if not isinstance(cap_add, list) or any(cap not in CAP_ADD_ALLOWED for cap in cap_add):
+        problems.append('vllm_service_cap_add must be a list of %s (never SYS_ADMIN, never --privileged); got %s'
+                        % (', '.join(CAP_ADD_ALLOWED), _show(cap_add)))
+    if get('network', 'host') not in NETWORKS:
+        problems.append('vllm_service_network must be host or bridge (the port published on vllm_service_host); got %s'
+                        % _show(get('network')))
+    if not isinstance(get('ipc_host', False), bool):
+        problems.append('vllm_service_ipc_host must be true or false; got %s' % _show(get('ipc_host')))
+    string('cache_dir', _PATH, 'an absolute path without control characters', optional=True)
+    _check_args('vllm_service_extra_args', get('extra_args', []), problems)
+    _check_args('vllm_service_cluster_args', get('cluster_args', []), problems)
+    _check_env('vllm_service_env', get('env', {}), problems)
+    _check_env('vllm_service_cluster_env', get('cluster_env', {}), problems)
+    volumes = get('volumes', [])
+    if not isinstance(volumes, list):
+        problems.append('vllm_service_volumes must be a list of "/host/path:/container/path[:options]"')
+    else:
+        for position, volume in enumerate(volumes):
+            if _volume_parts(volume) is None:
+                problems.append('vllm_service_volumes[%d] must be "/host/path:/container/path[:options]"; got %s'
+                                % (position, _show(volume)))
+    if get('mode') == 'container' and get('image') is None:
+        problems.append('vllm_service_image must name the vLLM image (such as quay.io/ascend/vllm-ascend:v0.13.0) in '
+                        'container mode')
+    if not problems and get('network') == 'bridge' and last_value(
+            list(get('cluster_args') or []) + list(get('extra_args') or []), '--host') is not None:
+        problems.append('vllm_service_network bridge: the container listens on all its addresses and the port is '
+                        'published on vllm_service_host; a --host in vllm_service_extra_args or '
+                        'vllm_service_cluster_args would not be reached: leave it out')
+    if not problems:
+        host = listen_host(inputs)
+        if not is_loopback(host) and not get('api_key_set'):
+            problems.append('the service listens on %s (vllm_service_host, or a --host in vllm_service_extra_args or '
+                            'vllm_service_cluster_args), which is reachable beyond this host: set vllm_service_api_key '
+                            'or vllm_service_api_key_file, or listen on 127.0.0.1' % host)
+    return problems
+
+
+# ----------------------------------------------------------------------------------------------- the account
+
+NOLOGIN_SHELLS = ('/usr/sbin/nologin', '/sbin/nologin', '/bin/false', '/usr/bin/false')
+
+
+def check_account(name, passwd_line, uid_min=1000):
+    """Why the native service may not run as ``name``, given its ``getent passwd`` line (None when the account does
+    not exist yet: the role creates it as a system account); '' when it may. Root and login accounts (a UID of
+    ``uid_min`` or more, from /etc/login.defs, or a login shell) are refused: the role would change their home and
+    shell, and vLLM would run with their rights."""
+    if name == 'root':
+        return 'vllm_service_user is root: the service runs as a dedicated system account (such as vllm)'
+    if not passwd_line:
+        return ''
+    fields = passwd_line.strip().split(':')
+    if len(fields) != 7 or fields[0] != name or not fields[2].isdigit():
+        return 'vllm_service_user %s: its passwd entry is not understood (%s)' % (name, _show(passwd_line))
+    uid, shell = int(fields[2]), fields[6]
+    if uid == 0:
+        return 'vllm_service_user %s has UID 0: the service runs as a dedicated system account' % name
+    if uid >= uid_min or shell not in NOLOGIN_SHELLS:
+        return ('vllm_service_user %s is an existing login account (UID %d, shell %s): the role would change its home '
+                'and shell and vLLM would run with its rights; pick a dedicated name (such as vllm) for the role to '
+                'create as a system account' % (name, uid, shell or 'none'))
+    return ''
+
+
+def check_key_file(path, stat_line):
+    """Why the key file at ``path`` may not be used, from ``stat -L -c '%a %U %F'`` (None: it does not exist); ''
+    when it may: a regular file (a FIFO would block the read), owned by root, readable by nobody else."""
+    if not stat_line:
+        return 'vllm_service_api_key_file %s does not exist' % path
+    parts = stat_line.strip().split(' ', 2)
+    if len(parts) != 3 or not re.match(r'[0-7]{3,4}\Z', parts[0]):
+        return 'vllm_service_api_key_file %s: its state is not understood (%s)' % (path, _show(stat_line))
+    mode, owner, kind = int(parts[0], 8), parts[1], parts[2]
+    if kind != 'regular file':
+        return 'vllm_service_api_key_file %s is a %s, not a regular file' % (path, kind)
+    if owner != 'root' or mode & 0o077:
+        return ('vllm_service_api_key_file %s is owned by %s with mode %04o: the key must be readable by root only '
+                '(chown root and chmod 600 it)' % (path, owner, mode))
+    return ''
+
+
+# ------------------------------------------------------------------------------------------------------ the plan
+
+def served_name(inputs):
+    """The name clients ask for: vllm_service_served_model_name, else the model directory's name."""
+    return inputs.get('served_model_name') or str(inputs.get('model') or '').rstrip('/').rsplit('/', 1)[-1]
+
+
+def listen_host(inputs):
+    """Where the API is reachable: on the host network, the last --host of the final argv; on a bridge network, the
+    address the port is published on (vllm_service_host)."""
+    if inputs.get('network') == 'bridge':
+        return inputs['host']
+    return last_value(service_args(inputs), '--host')
+
+
+def service_args(inputs):
+    """The `vllm serve` arguments after the model: the address (on a bridge network every address of the container,
+    whose port the engine publishes), the served name, the valued options (null ones left out), the switches, then
+    what the cluster and the user add (argparse keeps the last of an option)."""
+    bind = '0.0.0.0' if inputs.get('network') == 'bridge' else inputs['host']
+    args = ['--host', bind, '--port', str(inputs['port']), '--served-model-name', served_name(inputs)]
+    for name, flag in VALUED_FLAGS:
+        if inputs.get(name) is not None:
+            args += [flag, str(inputs[name])]
+    for name, flag in SWITCH_FLAGS:
+        if inputs.get(name):
+            args.append(flag)
+    return args + list(inputs.get('cluster_args') or []) + list(inputs.get('extra_args') or [])
+
+
+def _mount_plan(inputs, facts, has_npus, ascend_runtime, state_dir):
+    """The container's volumes (host:container[:options]) and the problems: the driver files the host has (no Ascend
+    runtime), the model read-only, the state directory as vLLM's cache, then the user's; two mounts at one container
+    path are refused."""
+    existing = set(facts.get('existing_paths') or ())
+    mounts = []
+    if has_npus and not ascend_runtime:
+        mounts += ['%s:%s' % (path, path) for path in DRIVER_FILES if path in existing]
+        lib = DRIVER_DIR if inputs.get('mount_driver_dir') else DRIVER_LIB
+        mounts.append('%s:%s' % (lib, lib))
+    model = inputs['model']
+    mounts += ['%s:%s:ro' % (model, model), '%s:%s' % (inputs.get('cache_dir') or state_dir, CONTAINER_CACHE)]
+    owned = {}
+    for mount in mounts:
+        owned.setdefault(mount.split(':')[1].rstrip('/') or '/', mount)
+    problems = []
+    for position, volume in enumerate(inputs.get('volumes') or ()):
+        target = _volume_parts(volume)[1].rstrip('/') or '/'
+        if target in owned:
+            problems.append('vllm_service_volumes[%d] mounts at %s, where the service already mounts %s: pick another '
+                            'container path' % (position, target, owned[target]))
+        owned[target] = volume
+        mounts.append(volume)
+    return mounts, problems
+
+
+def _numa_plan(inputs, facts, npu_ids, has_npus):
+    """The NUMA node and CPUs of the service's NPUs (their devices in PCI bus order, like the logical ids), and the
+    binding: numactl when asked or auto and the NPUs sit on one known node."""
+    devices = facts.get('npu_devices') or []
+    nodes = []
+    if has_npus:
+        for npu in npu_ids:
+            if npu < len(devices) and devices[npu].get('numa_node') is not None and devices[npu]['numa_node'] not in nodes:
+                nodes.append(devices[npu]['numa_node'])
+    node = nodes[0] if len(nodes) == 1 else None
+    cpus = None
+    if node is not None:
+        cpus = next((device.get('numa_cpulist') for device in devices if device.get('numa_node') == node), None)
+    bind = 'numactl' if inputs.get('numa_bind') in ('auto', 'numactl') and node is not None else 'none'
+    return {'node': node, 'cpus': cpus, 'bind': bind}
+
+
+def serving_plan(inputs, facts):
+    """The whole deployment of one node: ``inputs`` are the vllm_service variables without their prefix (the key only
+    as ``api_key_set``), ``facts`` what the host said - ``npu_count``, ``chips`` (npu-smi's chips, each with its
+    ``npu_id``), ``npu_smi_complete``, ``npu_devices`` (numa_node, numa_cpulist), ``control_devices`` (the /dev
+    paths found), ``existing_paths`` (the driver files found), ``engine_path``, ``ascend_runtime`` (bool),
+    ``container_engine`` (role container_runtime's report, or null).
+
+    Returns ``problems`` (empty when the plan can run) and the plan: release, mode, has_npus, npu_ids, cards,
+    dp_local, numa, args, command, environment (without the key), container_name, unit, env_file, unit_file,
+    state_dir, served_model_name, listen (host, port), public, url, engine, ascend_runtime, mounts, devices,
+    serving (SERVING_PARAMS in force) and cli (how a client runs the service's vLLM CLI: ``run`` argv before the
+    image, ``image``, ``entrypoint``)."""
+    problems = check_inputs(inputs)
+    if problems:
+        return {'problems': problems}
+    inputs = normalize_inputs(inputs)
+    has_npus = (facts.get('npu_count') or 0) > 0
+    mode = inputs['mode'] if inputs['mode'] != 'auto' else ('container' if has_npus else 'native')
+    name = inputs['name']
+    plan = {
+        'problems': problems, 'mode': mode, 'has_npus': has_npus,
+        'serving': dict((param, inputs.get(param)) for param in SERVING_PARAMS),
+        'unit': '%s.service' % name, 'unit_file': '/etc/systemd/system/%s.service' % name,
+        'env_file': '/etc/vllm/%s.env' % name, 'state_dir': '/var/lib/vllm/%s' % name,
+        'container_name': 'vllm-%s' % name, 'served_model_name': served_name(inputs), 'name': name,
+        'user': inputs.get('user') or 'vllm', 'cann_env_file': inputs.get('cann_env_file') or '/etc/ascend/cann.env',
+        'release': release_of(inputs.get('image'), inputs.get('pip_packages'), inputs.get('vllm_ascend_version'), mode),
+    }
+    if mode == 'container' and inputs.get('image') is None:
+        problems.append('the host has NPUs, so vllm_service_mode auto runs the service in a container: set '
+                        'vllm_service_image (such as quay.io/ascend/vllm-ascend:v0.13.0), or vllm_service_mode native')
+
+    # The NPUs: logical ids (/dev/davinci<N>) are the chips in npu-smi's order; npu-smi lists processes by card.
+    chips = facts.get('chips') or []
+    npu_ids = list(inputs.get('npus') or range(len(chips))) if has_npus else []
+    dp_local = inputs.get('data_parallel_size_local') or inputs['data_parallel_size']
+    if has_npus:
+        needed = inputs['tensor_parallel_size'] * dp_local
+        if not facts.get('npu_smi_complete', True):
+            problems.append('npu-smi info is incomplete: %s' % facts.get('npu_smi_incomplete_reason', 'no reason given'))
+        elif npu_ids and max(npu_ids) >= len(chips):
+            problems.append('vllm_service_npus %s names NPUs the host does not have: it has %d (ids 0 to %d)'
+                            % (npu_ids, len(chips), len(chips) - 1))
+        elif inputs.get('distributed_executor_backend') != 'ray' and needed > len(npu_ids):
+            problems.append('vllm_service_tensor_parallel_size (%d) x %s (%d) = %d NPUs, but the service has %d '
+                            '(vllm_service_npus %s): lower a parallel size or give it more NPUs'
+                            % (inputs['tensor_parallel_size'],
+                               'vllm_service_data_parallel_size_local' if inputs.get('data_parallel_size_local')
+                               else 'vllm_service_data_parallel_size', dp_local, needed, len(npu_ids), npu_ids))
+    if inputs.get('api_key_file') and 'key_file' in facts:
+        key_problem = check_key_file(inputs['api_key_file'], facts.get('key_file'))
+        if key_problem:
+            problems.append(key_problem)
+    cards = []
+    if has_npus and not problems:
+        for npu in npu_ids:
+            card = chips[npu].get('npu_id')
+            if card not in cards:
+                cards.append(card)
+    plan.update(npu_ids=npu_ids, cards=cards, dp_local=dp_local)
+    numa = _numa_plan(inputs, facts, npu_ids, has_npus)
+    if inputs.get('numa_bind') == 'numactl' and numa['bind'] != 'numactl':
+        problems.append('vllm_service_numa_bind is numactl, but the NUMA node of the service\'s NPUs is not known or '
+                        'not one node: set vllm_service_numa_bind to auto or none, or vllm_service_npus to NPUs of one '
+                        'node')
+    plan['numa'] = numa
+
+    env = environment_defaults(plan['release'], has_npus, inputs.get('cpu_kvcache_space', 4))
+    env.update(inputs.get('cluster_env') or {})
+    env.update(inputs.get('env') or {})
+    plan['environment'] = dict((key, str(value)) for key, value in sorted(env.items()) if value is not None)
+
+    args = service_args(inputs)
+    host = listen_host(inputs)
+    port = last_value(args, '--port')
+    plan.update(args=args, listen={'host': host, 'port': port}, public=not is_loopback(host),
+                url=client_url(host, port))
+
+    engine = inputs.get('container_engine') or (facts.get('container_engine')
+                                                if facts.get('container_engine') in CHOICES['container_engine']
+                                                else 'docker')
+    engine_path = (facts.get('engine_paths') or {}).get(engine)
+    if mode == 'container':
+        if not inputs.get('container_engine') and facts.get('container_engine') == 'containerd':
+            problems.append('role container_runtime installed containerd, which has no CLI this role runs containers '
+                            'with: set vllm_service_container_engine to an installed docker or podman')
+        elif not engine_path:
+            problems.append('%s (vllm_service_container_engine) is not installed: run role '
+                            'kunpeng_ascend.vllm.container_runtime first, or set vllm_service_mode native' % engine)
+    ascend_runtime = (inputs['use_ascend_runtime'] if inputs.get('use_ascend_runtime') is not None
+                      else bool(facts.get('ascend_runtime')))
+    plan.update(engine=engine if mode == 'container' else None, ascend_runtime=ascend_runtime and has_npus)
+    if mode == 'native':
+        if 'account' in facts:
+            account_problem = check_account(plan['user'], facts.get('account'), facts.get('uid_min') or 1000)
+            if account_problem:
+                problems.append(account_problem)
+        numactl = (['/usr/bin/numactl', '--cpunodebind=%s' % numa['node'], '--membind=%s' % numa['node']]
+                   if numa['bind'] == 'numactl' else [])
+        plan.update(mounts=[], devices=[], command=numactl + [
+            inputs['venv'] + '/bin/python', '-m', 'vllm.entrypoints.cli.main', 'serve', inputs['model']] + args,
+            cli={'run': [], 'image': None, 'entrypoint': inputs['venv'] + '/bin/vllm'})
+        return plan
+
+    mounts, mount_problems = _mount_plan(inputs, facts, has_npus, ascend_runtime, plan['state_dir'])
+    problems.extend(mount_problems)
+    devices = []
+    if has_npus and not ascend_runtime:
+        existing = set(facts.get('existing_paths') or ())
+        devices = ['/dev/davinci%d' % npu for npu in npu_ids] + sorted(path for path in CONTROL_DEVICES if path in existing)
+    command = [engine_path or engine, 'run', '--rm', '--name', plan['container_name']]
+    if inputs.get('network') == 'bridge':
+        publish = '[%s]' % inputs['host'] if ':' in inputs['host'] else inputs['host']
+        command += ['--network', 'bridge', '--publish', '%s:%s:%s' % (publish, port, port)]
+    else:
+        command += ['--network', 'host']
+    # The host's IPC namespace (a recipe's --ipc=host) brings its /dev/shm; else the container's own, of shm_size.
+    command += ['--ipc=host'] if inputs.get('ipc_host') else ['--shm-size', inputs['shm_size']]
+    command += ['--cap-add=%s' % cap for cap in inputs.get('cap_add') or ()]
+    command += ['--device=%s' % device for device in devices]
+    command += ['--volume=%s' % mount for mount in mounts]
+    if ascend_runtime and has_npus:
+        command += ['--runtime', 'ascend', '--env', 'ASCEND_VISIBLE_DEVICES=%s' % ','.join(str(n) for n in npu_ids)]
+    if numa['bind'] == 'numactl' and numa['cpus'] is not None:
+        command += ['--cpuset-cpus', str(numa['cpus']), '--cpuset-mems', str(numa['node'])]
+    command += ['--env=%s' % key for key in plan['environment']]
+    if inputs.get('api_key_set'):
+        command.append('--env=VLLM_API_KEY')
+    command += [inputs['image'], 'vllm', 'serve', inputs['model']] + args
+    # How a client runs the service's own vLLM CLI (the benchmark's load generator): the same engine and image, on
+    # the host network, with the model and the user's volumes; the caller adds its own mounts, then the image.
+    cli_run = [engine_path or engine, 'run', '--rm', '--network=host', '--volume=%s:%s:ro' % (inputs['model'], inputs['model'])]
+    cli_run += ['--volume=%s' % volume for volume in inputs.get('volumes') or ()]
+    plan.update(mounts=mounts, devices=devices, command=command,
+                cli={'run': cli_run, 'image': inputs['image'], 'entrypoint': 'vllm'})
+    return plan

@@ -1,0 +1,62 @@
+# -*- coding: utf-8 -*-
+
+# Copyright (c) kunpeng_ascend.vllm contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+"""The serving_plan filter, called directly and through a template (where `-e` gives strings)."""
+
+from __future__ import annotations
+
+import pytest
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.kunpeng_ascend.vllm.plugins.filter import serving as plugin
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils import _serving
+from ansible_collections.kunpeng_ascend.vllm.tests.helpers import ansible_debug
+from ansible_collections.kunpeng_ascend.vllm.tests.unit.plugins.module_utils.test_serving import a2_facts, inputs
+
+
+def test_the_plugin_exposes_the_filter():
+    assert plugin.FilterModule().filters() == {'serving_plan': plugin.serving_plan,
+                                               'vllm_ascend_release': plugin.vllm_ascend_release}
+
+
+@pytest.mark.parametrize('image, kwargs, release', [
+    ('quay.io/ascend/vllm-ascend:v0.30.0-a3', {}, '0.30.0'),
+    (None, {'pip_packages': ['vllm-ascend==0.13.0']}, '0.13.0'),
+    ('quay.io/ascend/vllm-ascend:v0.13.0', {'version': 'v0.23.0'}, '0.23.0'),
+    ('quay.io/ascend/vllm-ascend:v0.13.0', {'mode': 'native', 'pip_packages': ['vllm-ascend==0.11.0']}, '0.11.0'),
+    (None, {}, ''),
+])
+def test_the_release_rule(image, kwargs, release):
+    assert plugin.vllm_ascend_release(image, **kwargs) == release
+
+
+@pytest.mark.parametrize('image, kwargs', [(1, {}), (None, {'pip_packages': 'x'}), (None, {'mode': 'k8s'})])
+def test_the_release_rule_refuses_wrong_types(image, kwargs):
+    with pytest.raises(AnsibleFilterError, match='vllm_ascend_release'):
+        plugin.vllm_ascend_release(image, **kwargs)
+
+
+def test_without_facts_it_checks_the_inputs_and_names_the_paths_to_look_for():
+    result = plugin.serving_plan(inputs())
+    assert result == {'problems': [], 'probe_paths': list(_serving.PROBE_PATHS)}
+    assert plugin.serving_plan(inputs(port=0))['problems'][0].startswith('vllm_service_port must be')
+
+
+def test_with_facts_it_is_the_plan():
+    assert plugin.serving_plan(inputs(), a2_facts()) == _serving.serving_plan(inputs(), a2_facts())
+
+
+@pytest.mark.parametrize('value, facts', [('x', None), ([], None), ({}, 'x')])
+def test_wrong_types_are_refused(value, facts):
+    with pytest.raises(AnsibleFilterError, match='serving_plan'):
+        plugin.serving_plan(value, facts)
+
+
+def test_through_a_template_with_strings_from_the_command_line():
+    result = ansible_debug('given | kunpeng_ascend.vllm.serving_plan(facts)',
+                           {'given': inputs(port='8080', host='0.0.0.0', api_key_set='true'), 'facts': a2_facts()})
+    assert result['msg']['problems'] == [] and result['msg']['listen'] == {'host': '0.0.0.0', 'port': '8080'}

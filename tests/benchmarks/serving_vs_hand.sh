@@ -66,7 +66,7 @@ python=
 for word in "${argv[@]}"; do case $word in */bin/python*) python=$word; break ;; esac; done
 [ -n "$python" ] || fail "no venv python in the unit's command line: ${argv[*]}"
 venv=$(dirname "$(dirname "$python")")
-[ -x "$venv/bin/vllm" ] || fail "$venv/bin/vllm is missing: is this a native vllm_service node?"
+[ -x "$python" ] || fail "$python is missing: is this a native vllm_service node?"
 user=$(systemctl show -p User --value vllm.service)
 [ -n "$user" ] || fail "vllm.service runs as no User= (a native vllm_service unit names its account)"
 # The same environment the unit gets (the file is in systemd's syntax, which bash reads for these values).
@@ -83,7 +83,9 @@ for _ in $(seq 300); do
   sleep 1
 done
 bench() {  # port, result name, prompts
-  "$venv/bin/vllm" bench serve --backend openai --base-url "http://127.0.0.1:$1" --model "$model" \
+  # vLLM's CLI through the venv's Python, as the unit runs it (a venv moved or mounted elsewhere keeps console
+  # scripts whose first line names a Python that is not there).
+  "$python" -m vllm.entrypoints.cli.main bench serve --backend openai --base-url "http://127.0.0.1:$1" --model "$model" \
     --served-model-name "$name" --tokenizer "$model" --dataset-name random --random-input-len "$input_len" \
     --random-output-len "$output_len" --num-prompts "$3" --max-concurrency "$concurrency" --seed 0 \
     --percentile-metrics ttft,tpot,itl,e2el --metric-percentiles 50,90,99 \

@@ -369,7 +369,8 @@ def test_the_multinode_example_inventory_on_each_a2_node():
 
 def test_what_a_client_of_the_service_gets():
     native = plan({'npu_count': 0}, model='/srv/tiny', max_num_seqs='8')
-    assert native['cli'] == {'run': [], 'image': None, 'entrypoint': '/opt/vllm/venv/bin/vllm'}
+    assert native['cli'] == {'run': ['/opt/vllm/venv/bin/python', '-m', 'vllm.entrypoints.cli.main'], 'image': None,
+                             'entrypoint': None}
     assert native['serving']['max_num_seqs'] == 8 and set(native['serving']) == set(_serving.SERVING_PARAMS)
     container = plan(volumes=['/srv/prompts:/prompts:ro'])
     assert container['cli'] == {'run': ['/usr/bin/docker', 'run', '--rm', '--network=host',

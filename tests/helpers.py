@@ -450,6 +450,8 @@ def ansible_debug(expression, variables):
     collections_path = os.path.abspath(os.path.join(TESTS, *[os.pardir] * 4))
     env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=collections_path, ANSIBLE_LOAD_CALLBACK_PLUGINS='1',
                ANSIBLE_STDOUT_CALLBACK='json', ANSIBLE_LOCALHOST_WARNING='0', ANSIBLE_INVENTORY_UNPARSED_WARNING='0')
+    # No other callback: one enabled in the environment (such as profile_tasks) would print into the JSON.
+    env.pop('ANSIBLE_CALLBACKS_ENABLED', None)
     ansible = os.path.join(os.path.dirname(sys.executable), 'ansible')
     completed = subprocess.run([ansible, 'localhost', '-m', 'ansible.builtin.debug', '-a', 'msg={{ %s }}' % expression,
                                 '-e', json.dumps(variables)], env=env, capture_output=True, text=True, check=False)

@@ -182,6 +182,14 @@ for run in first second; do
 done
 echo "this machine has $(nproc) CPUs (load average $(cut -d' ' -f1-3 /proc/loadavg)): a run cannot take less wall time than its CPU seconds / $(nproc)"
 echo "tasks changed on the fleet's second run: $changed (must be 0)"
+# Per node, from the fleet's recaps: the tasks that ran (ok, changed included) and were skipped, and the controller's
+# CPU seconds divided by the fleet's size.
+for run in first second; do
+  grep -E '^f-fleet-[0-9]+ +: ok=' "$logs/fleet-$run.log" |
+    sed -E 's/.* ok=([0-9]+) .* skipped=([0-9]+) .*/\1 \2/' |
+    awk -v run="$run" -v cpu="${controller_cpu[fleet-$run]}" -v n="$nodes" \
+      '{ ok += $1; skipped += $2 } END { printf "per node, %s run: %.0f tasks ran, %.0f skipped; controller CPU %.1f s\n", run, ok / n, skipped / n, cpu / n }'
+done
 echo "npu-smi runs on one node: $calls_first in the first run, $calls_second in the second"
 printf '\n### The slowest tasks of the %d-node first run (ansible.posix.profile_tasks; all hosts, the wall time of each task)\n' "$nodes"
 # profile_tasks ends with its sorted list: the lines after the last "====" rule.

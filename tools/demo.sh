@@ -31,6 +31,9 @@ logs=$repo/.cache/demo
 export ANSIBLE_FORCE_COLOR=${ANSIBLE_FORCE_COLOR:-false} ANSIBLE_CALLBACK_RESULT_FORMAT=yaml
 # Progress a person can follow: every task's name and result, without the hosts a task skipped.
 export ANSIBLE_DISPLAY_SKIPPED_HOSTS=false
+# Mitogen starts Python on the emulated node within ANSIBLE_TIMEOUT (Ansible's default: 10 s), which qemu can
+# exceed on a busy machine.
+export ANSIBLE_TIMEOUT=${ANSIBLE_TIMEOUT:-60}
 
 case $arch in
   arm64) package_arch=aarch64 ;;

@@ -21,6 +21,7 @@ import re
 import pytest
 import yaml
 
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._benchmark import METRICS as BENCHMARK_METRICS
 from ansible_collections.kunpeng_ascend.vllm.tests.helpers import load_fixture
 from ansible_collections.kunpeng_ascend.vllm.tests.unit.roles import role_harness
 from ansible_collections.kunpeng_ascend.vllm.tests.unit.roles.role_harness import REPO
@@ -290,6 +291,22 @@ CASES = {
         'vllm_benchmark_output_len must be 1 token or more; got -1']),
     'vllm_benchmark no time': ('vllm_benchmark', {'vllm_benchmark_timeout': 0}, [
         'vllm_benchmark_timeout must be 1 second or more; got 0']),
+    # What scenario vllm once ran a playbook for: refused before any load, from the inputs alone.
+    'vllm_benchmark a target on a metric it does not know': ('vllm_benchmark', {'vllm_benchmark_targets': [{'metric': 'p99', 'max': 1}]}, [
+        "Task failed: The filter plugin 'kunpeng_ascend.vllm.benchmark_targets' failed: vllm_benchmark_targets[0]: metric 'p99' is"
+        ' not one of ' + ', '.join(BENCHMARK_METRICS)]),
+    'vllm_benchmark fewer prompts than the concurrency': ('vllm_benchmark', {
+        'vllm_benchmark_concurrency': [8, 64], 'vllm_benchmark_num_prompts': 10}, [
+        'vllm_benchmark_concurrency must list positive numbers ([8, 64]), vllm_benchmark_num_prompts (10) must be at least the'
+        ' highest of them, vllm_benchmark_sample_interval (1.0) 0.1 s or more, and vllm_benchmark_request_rate (inf) inf or a'
+        ' positive number.']),
+    'vllm_benchmark an empty grid axis': ('vllm_benchmark', {'vllm_benchmark_grid': {'max_num_seqs': []}}, [
+        "Task failed: Finalization of task args for 'ansible.builtin.set_fact' failed: Error while resolving value for"
+        " '__vllm_benchmark_points': The filter plugin 'kunpeng_ascend.vllm.benchmark_grid' failed: vllm_benchmark_grid.max_num_seqs"
+        ' must be a non-empty list of values, not []']),
+    'vllm_benchmark an objective it does not know': ('vllm_benchmark', {'vllm_benchmark_objective': {'maximize': 'speed'}}, [
+        "vllm_benchmark_objective ({'maximize': 'speed'}) must be {maximize: <metric>} or {minimize: <metric>}, with"
+        ' subject_to_targets optional; the metrics are ' + ', '.join(BENCHMARK_METRICS) + '.']),
     # vllm_cluster: the multi-node inputs, each naming the variable
     'vllm_cluster good inputs': ('vllm_cluster', {}, None),
     'vllm_cluster Ray natively': ('vllm_cluster', {

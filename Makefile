@@ -51,14 +51,10 @@ test-fast: venv link
 host:
 	$(TOOLS)/host-setup.sh
 
-# A changed requirements.txt rebuilds the venv, so that a dropped package does not linger in it.
-$(VENV)/.installed: requirements.txt
-	rm -rf $(VENV)
-	$(PYTHON) -m venv $(VENV)
-	$(VENV)/bin/pip install --quiet --disable-pip-version-check -r requirements.txt
-	touch $@
-
-venv: $(VENV)/.installed
+# The venv is a link to one in the asset cache, one per requirements.txt and Python, so that a clean clone does not
+# install every pin again; a changed requirements.txt gets a venv of its own, so a dropped package does not linger.
+venv:
+	@$(TOOLS)/make-venv.sh $(VENV) $(PYTHON) $(KAV_CACHE)
 
 images:
 	$(TOOLS)/build-images.sh arm64 amd64

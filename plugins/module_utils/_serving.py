@@ -112,6 +112,13 @@ _SERVED_NAME = re.compile(r'[^\x00-\x20\x7f]{1,256}\Z')
 _PATH = re.compile(r'/[^\x00-\x1f\x7f]*\Z')
 _USER = re.compile(r'[a-z_][a-z0-9_-]{0,31}\Z')
 _SHM = re.compile(r'[0-9]+[bkmgBKMG]?\Z')
+# A release as the role takes it (v0.13.0, 0.10.0rc1): no blanks, not first a '-'.
+_RELEASE = re.compile(r'[^\x00-\x20\x7f-][^\x00-\x20\x7f]{0,63}\Z')
+# Exact pins only: the role installs what is not installed at exactly that version, so a re-run changes nothing.
+_PIN = re.compile(r'[A-Za-z0-9._-]+==[A-Za-z0-9.+!_-]+\Z')
+_PACKAGE = re.compile(r'[A-Za-z0-9._-]+\Z')
+_NO_CONTROL_NOT_OPTION = re.compile(r'[^\x00-\x1f\x7f-][^\x00-\x1f\x7f]*\Z')
+_NODE_DIR = re.compile(r'/[^:\x00-\x1f\x7f]*\Z')
 # An image reference: [registry[:port]/]path[:tag][@digest], lower-case path components (the engines' grammar).
 _IMAGE = re.compile(r'[A-Za-z0-9][A-Za-z0-9._-]*(:[0-9]+)?(/[a-z0-9]+([._-]+[a-z0-9]+)*)*'
                     r'(:[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?(@sha256:[0-9a-f]{64})?\Z')
@@ -275,7 +282,18 @@ def _volume_parts(volume):
 
 # Inputs that are numbers or booleans; `-e name=value` on the command line gives every value as a string.
 INT_INPUTS = ('port', 'tensor_parallel_size', 'data_parallel_size', 'data_parallel_size_local', 'max_model_len',
-              'max_num_seqs', 'max_num_batched_tokens', 'cpu_kvcache_space')
+              'max_num_seqs', 'max_num_batched_tokens', 'cpu_kvcache_space', 'headless_settle', 'manifest_workers',
+              'start_timeout', 'stop_timeout')
+# The role's own numbers (not the plan's): (input, lowest, highest or None, what the message says it accepts).
+ROLE_NUMBERS = (
+    ('headless_settle', 1, 600, '1 to 600 seconds'),
+    ('manifest_workers', 0, 256, '0 (the default) to 256'),
+    ('start_timeout', 10, None, '10 seconds or more'),
+    ('stop_timeout', 0, None, '0 seconds or more'),
+)
+# The role's paths that the plan does not read, checked with the plan's own (null allowed: the role's default or
+# nothing).
+ROLE_PATHS = ('model_manifest', 'python', 'pip_wheelhouse', 'image_archive', 'sysfs_path')
 FLOAT_INPUTS = ('gpu_memory_utilization',)
 BOOL_INPUTS = ('enable_expert_parallel', 'enforce_eager', 'headless', 'mount_driver_dir', 'api_key_set', 'ipc_host')
 _TRUE = ('true', 'yes', 'on', '1')
@@ -299,6 +317,38 @@ def normalize_inputs(inputs):
         if isinstance(value, str) and value.strip().lower() in _TRUE + _FALSE:
             result[name] = value.strip().lower() in _TRUE
     return result
+
+
+def _check_role_inputs(get, problems):
+    """The role's inputs beyond the deployment's: the release, the pins, the paths, the model's source and the
+    role's numbers."""
+    version = get('vllm_ascend_version')
+    if version is not None and (not isinstance(version, str) or not _RELEASE.match(version)):
+        problems.append('vllm_service_vllm_ascend_version must be null or a release such as v0.13.0 (no blanks, not '
+                        'first a -); got %s' % _show(version))
+    for name, pattern, accepts in (('pip_packages', _PIN, 'exact pins, name==version (such as vllm-ascend==0.13.0)'),
+                                   ('pip_remove', _PACKAGE, 'package names')):
+        value = get(name)
+        if value is not None and (not isinstance(value, list)
+                                  or not all(isinstance(item, str) and pattern.match(item) for item in value)):
+            problems.append('vllm_service_%s must be null or a list of %s; got %s' % (name, accepts, _show(value)))
+    for name in ROLE_PATHS:
+        value = get(name)
+        if value is not None and (not isinstance(value, str) or not _PATH.match(value)):
+            problems.append('vllm_service_%s must be null or an absolute path without control characters; got %s'
+                            % (name, _show(value)))
+    source = get('model_source')
+    if source is not None:
+        kind, where = (list(source.items())[0] if isinstance(source, dict) and len(source) == 1 else (None, None))
+        if (kind not in ('src', 'path') or not isinstance(where, str) or not _NO_CONTROL_NOT_OPTION.match(where)
+                or (kind == 'path' and not _NODE_DIR.match(where))):
+            problems.append("vllm_service_model_source must be null, {src: <directory on the controller>} or {path: "
+                            "<absolute directory on the node, without ':'>} (rsync reads host:path as a remote and a "
+                            "leading - as an option); got %s" % _show(source))
+    for name, lowest, highest, accepts in ROLE_NUMBERS:
+        value = get(name)
+        if not _is_int(value) or value < lowest or (highest is not None and value > highest):
+            problems.append('vllm_service_%s must be %s; got %s' % (name, accepts, _show(value)))
 
 
 def check_inputs(inputs):
@@ -325,7 +375,7 @@ def check_inputs(inputs):
     string('image', _IMAGE, 'an image reference such as quay.io/ascend/vllm-ascend:v0.13.0', optional=True)
     string('model', _PATH, 'an absolute path without control characters')
     string('venv', _PATH, 'an absolute path without control characters')
-    string('user', _USER, 'a system account name (lower-case letters, digits, _ and -, up to 32)', optional=True)
+    string('user', _USER, 'a system account name (lower-case letters, digits, _ and -, up to 32)')
     string('cann_env_file', _PATH, 'an absolute path without control characters', optional=True)
     string('api_key_file', _PATH, 'an absolute path without control characters', optional=True)
 
@@ -387,6 +437,7 @@ def check_inputs(inputs):
             if _volume_parts(volume) is None:
                 problems.append('vllm_service_volumes[%d] must be "/host/path:/container/path[:options]"; got %s'
                                 % (position, _show(volume)))
+    _check_role_inputs(get, problems)
     if get('mode') == 'container' and get('image') is None:
         problems.append('vllm_service_image must name the vLLM image (such as quay.io/ascend/vllm-ascend:v0.13.0) in '
                         'container mode')

@@ -22,6 +22,9 @@ DEFAULTS = {
     'venv': '/opt/vllm/venv', 'pip_packages': None, 'image': None, 'container_engine': None, 'shm_size': '1g',
     'use_ascend_runtime': None, 'mount_driver_dir': False, 'volumes': [], 'network': 'host', 'ipc_host': False,
     'cap_add': [], 'cache_dir': None, 'user': 'vllm', 'cann_env_file': '/etc/ascend/cann.env', 'api_key_file': None,
+    'pip_remove': None, 'model_manifest': None, 'model_source': None, 'python': '/usr/bin/python3',
+    'pip_wheelhouse': None, 'image_archive': None, 'sysfs_path': '/sys', 'headless_settle': 10, 'manifest_workers': 0,
+    'start_timeout': 900, 'stop_timeout': 180,
 }
 DRIVER_FILES_A2 = ['/usr/local/dcmi', '/usr/local/Ascend/driver/tools/hccn_tool', '/usr/local/bin/npu-smi',
                    '/usr/local/Ascend/driver/version.info', '/etc/ascend_install.info']
@@ -431,3 +434,47 @@ def test_ipc_host_capabilities_and_a_shared_cache():
 def test_what_recipes_add_is_closed_to_the_rest(name, value):
     found = problems(**{name: value})
     assert found and ('vllm_service_' + name) in found[0]
+
+
+# ------------------------------------------------------------------------------ the role's inputs beyond the plan
+@pytest.mark.parametrize('name, value, message', [
+    ('vllm_ascend_version', '-v0.13.0', 'vllm_service_vllm_ascend_version must be null or a release such as v0.13.0'),
+    ('vllm_ascend_version', 'v0.13.0 rc1', 'vllm_service_vllm_ascend_version must be null or a release'),
+    ('vllm_ascend_version', 13, 'vllm_service_vllm_ascend_version must be null or a release'),
+    ('pip_packages', ['vllm>=0.13'], 'vllm_service_pip_packages must be null or a list of exact pins'),
+    ('pip_packages', 'vllm==0.13.0', 'vllm_service_pip_packages must be null or a list of exact pins'),
+    ('pip_packages', ['vllm==0.13.0', None], 'vllm_service_pip_packages must be null or a list of exact pins'),
+    ('pip_remove', ['torch vision'], 'vllm_service_pip_remove must be null or a list of package names'),
+    ('model_manifest', 'models/SHA256SUMS', 'vllm_service_model_manifest must be null or an absolute path'),
+    ('python', '/usr/bin/python3\n', 'vllm_service_python must be null or an absolute path'),
+    ('pip_wheelhouse', 5, 'vllm_service_pip_wheelhouse must be null or an absolute path'),
+    ('image_archive', 'image.tar', 'vllm_service_image_archive must be null or an absolute path'),
+    ('sysfs_path', 'sys', 'vllm_service_sysfs_path must be null or an absolute path'),
+    ('model_source', {'path': 'nas:/models/x'}, 'vllm_service_model_source must be null, {src:'),
+    ('model_source', {'path': 'models/x'}, 'vllm_service_model_source must be null, {src:'),
+    ('model_source', {'src': '--rsh=sh'}, 'vllm_service_model_source must be null, {src:'),
+    ('model_source', {'src': '/a', 'path': '/b'}, 'vllm_service_model_source must be null, {src:'),
+    ('model_source', {'url': '/a'}, 'vllm_service_model_source must be null, {src:'),
+    ('model_source', '/srv/models/x', 'vllm_service_model_source must be null, {src:'),
+    ('headless_settle', 0, 'vllm_service_headless_settle must be 1 to 600 seconds; got 0'),
+    ('headless_settle', 601, 'vllm_service_headless_settle must be 1 to 600 seconds; got 601'),
+    ('manifest_workers', 257, 'vllm_service_manifest_workers must be 0 (the default) to 256; got 257'),
+    ('start_timeout', 9, 'vllm_service_start_timeout must be 10 seconds or more; got 9'),
+    ('start_timeout', 'soon', 'vllm_service_start_timeout must be 10 seconds or more; got "soon"'),
+    ('stop_timeout', -1, 'vllm_service_stop_timeout must be 0 seconds or more; got -1'),
+    ('stop_timeout', True, 'vllm_service_stop_timeout must be 0 seconds or more; got true'),
+    ('user', None, 'vllm_service_user must be a system account name'),
+])
+def test_the_role_s_own_inputs_are_checked_with_the_plan_s(name, value, message):
+    found = _serving.check_inputs(inputs(**{name: value}))
+    assert len(found) == 1 and found[0].startswith(message), found
+
+
+@pytest.mark.parametrize('name, value', [
+    ('vllm_ascend_version', '0.10.0rc1'), ('pip_packages', ['vllm-ascend==0.13.0', 'torch==2.8.0+cpu']),
+    ('pip_remove', ['torchvision']), ('model_source', {'src': 'files/models/tiny'}),
+    ('model_source', {'path': '/mnt/nfs/models/tiny'}), ('headless_settle', '30'), ('start_timeout', '600'),
+    ('manifest_workers', 256), ('stop_timeout', 0), ('model_manifest', '/data/models/x.sha256'),
+])
+def test_the_role_s_own_inputs_accept_what_they_document(name, value):
+    assert _serving.check_inputs(inputs(**{name: value})) == []

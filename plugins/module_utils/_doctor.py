@@ -21,6 +21,7 @@ from __future__ import annotations
 import fnmatch
 import re
 
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils import _failure_catalogue
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._compatibility import check_combination
 
 STATUSES = ('ok', 'skipped', 'warn', 'fail')
@@ -441,51 +442,28 @@ def check_container_runtime(mode, engine, properties=None, found=True):
     return finding('container_runtime', 'ok', '%s is active' % unit, details)
 
 
-# What the journal check looks for: (kind, status, pattern, fix).
-JOURNAL_PATTERNS = (
-    ('hccl_timeout', 'fail',
-     re.compile(r'HCCL[^\n]*(time ?out|timed out)|(time ?out|timed out)[^\n]*HCCL|EI000[26]|\bEI9999\b', re.IGNORECASE),
-     'HCCL collectives timed out: check the NPU network (`hccn_tool -i N -link -g`, `-net_health -g`; run the doctor '
-     'with doctor_check_network: true), that every rank started, and raise HCCL_CONNECT_TIMEOUT / HCCL_EXEC_TIMEOUT in '
-     'vllm_service_env if the model only loads slowly'),
-    ('ej0001', 'fail', re.compile(r'\bEJ0001\b'),
-     'EJ0001: an NPU the service needs is in use or failed to initialise: stop the process holding it (see the '
-     'npu_processes check, `npu-smi info`) or give the service other NPUs with vllm_service_npus'),
-    ('out_of_memory', 'fail',
-     re.compile(r'out of memory|OutOfMemoryError|\bOOM\b|oom-kill|Killed process|memory is not enough', re.IGNORECASE),
-     'Out of memory: lower vllm_service_gpu_memory_utilization, vllm_service_max_model_len or vllm_service_max_num_seqs '
-     '(or raise vllm_service_tensor_parallel_size), then re-run playbooks/site.yml'),
-    ('nan_inf', 'warn', re.compile(r'(?<![\w.-])(nan|-?inf)(?![\w.-])', re.IGNORECASE),
-     'nan/inf in the logs: numeric overflow, often fp16 on a model trained in bf16: set vllm_service_dtype: bfloat16 '
-     '(or check the quantization, vllm_service_quantization) and re-run playbooks/site.yml'),
-)
-
-
 def scan_journal(lines, unit, since, error=None, per_kind=JOURNAL_LINES_PER_KIND):
-    """The journal finding: the service's recent log lines scanned for JOURNAL_PATTERNS; at most ``per_kind``
-    matching lines of each kind are kept (the last ones)."""
+    """The journal finding: the service's recent log lines matched against the failure catalogue
+    (``_failure_catalogue``: each line to the first entry it matches); at most ``per_kind`` matching lines of each
+    entry are kept (the last ones). Any ``fail`` entry fails the finding, ``warn`` entries alone warn."""
     if error:
         return finding('journal', 'warn', 'cannot read the journal of %s: %s' % (unit, error), {'unit': unit},
                        'Run `journalctl -u %s --since "%s"` on the host (journald running? the user in group '
                        'systemd-journal?)' % (unit, since))
-    found = {}
-    counts = {}
-    for line in lines:
-        for kind, _status, pattern, _fix in JOURNAL_PATTERNS:
-            if pattern.search(line):
-                counts[kind] = counts.get(kind, 0) + 1
-                found.setdefault(kind, []).append(line.strip()[:JOURNAL_LINE_CHARS])
-                break
-    details = {'unit': unit, 'since': since, 'lines_read': len(lines), 'counts': counts,
-               'matches': dict((kind, found[kind][-per_kind:]) for kind in found)}
+    result = _failure_catalogue.scan(lines, per_kind=per_kind, line_chars=JOURNAL_LINE_CHARS)
+    found = result['found']
+    details = {'unit': unit, 'since': since, 'lines_read': result['lines_read'], 'counts': result['counts'],
+               'matches': result['matches'],
+               'causes': dict((kind, _failure_catalogue.ENTRIES[kind]['cause']) for kind in found)}
     if not found:
-        return finding('journal', 'ok', 'no HCCL timeout, EJ0001, out-of-memory or nan/inf in %d journal line(s) of %s '
-                       'since %s' % (len(lines), unit, since), details)
-    kinds = [item for item in JOURNAL_PATTERNS if item[0] in found]
-    status = 'fail' if any(item[1] == 'fail' for item in kinds) else 'warn'
-    summary = '; '.join('%s x%d, last: %s' % (kind, counts[kind], found[kind][-1]) for kind, _s, _p, _f in kinds)
+        return finding('journal', 'ok', 'none of the %d known failures of the catalogue in %d journal line(s) of %s '
+                       'since %s' % (len(_failure_catalogue.CATALOGUE), result['lines_read'], unit, since), details)
+    entries = [_failure_catalogue.ENTRIES[kind] for kind in found]
+    status = 'fail' if any(entry['status'] == 'fail' for entry in entries) else 'warn'
+    summary = '; '.join('%s x%d, last: %s' % (kind, result['counts'][kind], result['matches'][kind][-1])
+                        if result['matches'][kind] else '%s x%d' % (kind, result['counts'][kind]) for kind in found)
     return finding('journal', status, 'the journal of %s since %s has %s' % (unit, since, summary), details,
-                   ' | '.join(fix for _k, _s, _p, fix in kinds))
+                   ' | '.join(entry['fix'] for entry in entries))
 
 
 def check_network(enabled, devices, error=None):

@@ -30,8 +30,13 @@ description:
   - "C(container_runtime): in container mode, the engine's systemd unit (docker, containerd) is active, or podman
     is installed; skipped in native mode."
   - "C(service): the unit's C(ActiveState), C(SubState), C(NRestarts) and C(Result): not active fails, restarts
-    warn. C(journal): C(journalctl -u UNIT --since SINCE -o cat), at most O(journal_lines) lines, scanned for HCCL
-    timeouts, EJ0001, out-of-memory (host or NPU) and nan/inf, with at most 3 matching lines of each kind."
+    warn. C(journal): C(journalctl -u UNIT --since SINCE -o cat), at most O(journal_lines) lines, each matched
+    against the catalogue of known vLLM-Ascend serving failures (HCCL set-up failures and timeouts, EJ0001, NPUs held
+    or not visible, missing driver libraries, CANN and torch_npu mismatches, out of memory on the NPU or the host,
+    the port in use, quantization mismatches, corrupt weights, engine start failures, nan/inf and more; look-alike
+    lines such as torch_npu's HCCL execution-timeout setting warning are not reported). A C(fail) entry fails the
+    check, C(warn) entries alone (nan/inf, a c10d rendezvous still waiting) warn; the summary names the entries found,
+    the fix joins theirs, at most 3 matching lines of each are kept."
   - "C(network) (only with O(check_network)): C(hccn_tool -i N -net_health -g) and C(-link -g) per NPU NIC; a NIC
     whose health is not C(Success) or link not C(UP) fails."
   - Every command runs under coreutils C(timeout) (O(timeout)); a tool that is missing or fails is a finding, not a

@@ -12,7 +12,7 @@ import datetime
 
 import pytest
 
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils import _doctor
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils import _doctor, _failure_catalogue
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._hccn_tool import parse_status
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._npu_smi import (
     parse_npu_smi_info,
@@ -260,11 +260,49 @@ def test_journal_fails_on_each_kind_with_the_lines_and_fixes():
 
 
 def test_journal_keeps_the_last_few_lines_and_nan_alone_warns():
-    lines = ['HCCL timeout on rank %d' % rank for rank in range(10)]
+    lines = ['[rank%d]: EI0006: [PID: %d] 2025-08-05-18:15:21.270.506 Getting socket times out. Reason: Remote Rank did '
+             'not send the data in time.' % (rank, 4242 + rank) for rank in range(10)]
     result = _doctor.scan_journal(lines, 'vllm.service', 'today')
     assert result['details']['matches']['hccl_timeout'] == lines[-3:] and result['details']['counts']['hccl_timeout'] == 10
     assert _doctor.scan_journal([JOURNAL[4]], 'vllm.service', 'today')['status'] == 'warn'
     assert _doctor.scan_journal([], 'vllm.service', 'today', error='journalctl was not found')['status'] == 'warn'
+
+
+def test_journal_ok_summary_and_no_false_alarm_on_the_hccl_exec_timeout_setting_warning():
+    # torch_npu's start-up warning about HCCL_EXEC_TIMEOUT against the watchdog (built from the text of its
+    # TORCH_NPU_WARN in ProcessGroupHCCL.cpp: no sample has it) names HCCL and a timeout, but nothing timed out; the
+    # journal scan of old reported it as an HCCL timeout.
+    warning = ('[rank0]:[W1015 16:32:16.549993460 compiler_depend.ts:1041] Warning: The watchdog timeout 600000ms(which '
+               'is set by init_process_group) is less than or equal to HCCL execution timeout 1836000ms! The plog may '
+               'not be recorded. (function ProcessGroupHCCL)')
+    result = _doctor.scan_journal([JOURNAL[0], warning], 'vllm.service', '1 hour ago')
+    assert (result['status'], result['fix']) == ('ok', None)
+    assert result['summary'] == ('none of the %d known failures of the catalogue in 2 journal line(s) of vllm.service '
+                                 'since 1 hour ago' % len(_failure_catalogue.CATALOGUE))
+
+
+def test_journal_of_a_real_failed_start_names_the_catalogue_ids_and_joins_their_fixes():
+    lines = load_fixture('serve-log_vllm-ascend-2546_EJ0001_ERR02200.txt').splitlines()
+    result = _doctor.scan_journal(lines, 'vllm.service', '1 hour ago')
+    assert result['status'] == 'fail'
+    assert list(result['details']['counts']) == ['hccl_init_failed', 'ej0001', 'npu_device_start_failed']
+    assert result['summary'].startswith('the journal of vllm.service since 1 hour ago has ej0001 x1, last: (VllmWorker '
+                                        'TP0 pid=35532) ERROR 08-26 04:05:22 [multiproc_executor.py:559] EJ0001: ')
+    assert '; npu_device_start_failed x1, last: ' in result['summary'] and '; hccl_init_failed x2, last: ' in result['summary']
+    assert result['fix'] == ' | '.join(_failure_catalogue.ENTRIES[kind]['fix']
+                                       for kind in ('ej0001', 'npu_device_start_failed', 'hccl_init_failed'))
+    assert result['details']['causes']['ej0001'] == _failure_catalogue.ENTRIES['ej0001']['cause']
+
+
+def test_journal_of_a_successful_start_is_ok():
+    lines = load_fixture('serve-log_lmcache-pr5138_startup-SUCCESS.txt').splitlines()
+    assert _doctor.scan_journal(lines, 'vllm.service', '1 hour ago')['status'] == 'ok'
+
+
+def test_journal_lines_are_cut_in_the_report():
+    line = 'RuntimeError: NPU out of memory. ' + 'x' * 50000
+    result = _doctor.scan_journal([line], 'vllm.service', 'today')
+    assert result['details']['matches']['out_of_memory'] == [line[:_doctor.JOURNAL_LINE_CHARS]]
 
 
 # --- network -------------------------------------------------------------------------------------------------------

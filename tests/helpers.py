@@ -6,8 +6,7 @@
 
 """What the unit and integration tests share; tests/conftest.py makes fixtures of FakeHost and SimRoot.
 
-* ``load_fixture(name, errors='strict')``: a captured sample of tests/fixtures/, without the SOURCE/NOTE header on
-  top of it;
+* ``load_fixture(name)``: a captured sample of tests/fixtures/, without the SOURCE/NOTE header on top of it;
 * ``make_tree``, ``plant``, ``deny_directory`` and ``fails_after``: scratch file trees, files that are there but
   cannot be read, and a guard that fails a read that would block;
 * ``makeself_archive`` and ``ar_archive``: package files that pass the format checks, never to be run;
@@ -57,11 +56,9 @@ HANG_SECONDS = 120
 
 # --------------------------------------------------------------------------------------------------------- files
 
-def load_fixture(name, errors='strict'):
-    """The captured text of tests/fixtures/``name``: what follows its SOURCE/NOTE header and the first '---' line.
-    A sample that is not UTF-8 (a GB18030 capture) needs ``errors='surrogateescape'``: its other bytes are kept as
-    lone surrogates, as a module reading the command's output gets them."""
-    with open(os.path.join(FIXTURES, name), encoding='utf-8', errors=errors) as fixture:
+def load_fixture(name):
+    """The captured text of tests/fixtures/``name``: what follows its SOURCE/NOTE header and the first '---' line."""
+    with open(os.path.join(FIXTURES, name), encoding='utf-8') as fixture:
         lines = fixture.read().splitlines(True)
     return ''.join(lines[[line.rstrip('\n') for line in lines].index('---') + 1:])
 

@@ -381,12 +381,12 @@ CATALOGUE = (
                      'errors or inference hangs. If you encounter such issues,',
              'why': 'vllm-ascend\'s warning about graph capture, printed at every start with FULL_DECODE_ONLY: nothing '
                     'ran out',
-             'source': F + 'serve-log_vllm-ascend-pr12609_startup-SUCCESS_GB18030.txt',
+             'source': F + 'serve-log_vllm-ascend-pr12609_startup-SUCCESS_from-GB18030.txt',
              'tokens': ('(out of memory) errors',)},
             {'line': '(EngineCore pid=16396) WARNING 07-22 05:11:10 [platform.py:394]             * A known problem is '
                      'that capturing too many batch sizes can lead to OOM',
              'why': 'the line before it in the same warning',
-             'source': F + 'serve-log_vllm-ascend-pr12609_startup-SUCCESS_GB18030.txt'},
+             'source': F + 'serve-log_vllm-ascend-pr12609_startup-SUCCESS_from-GB18030.txt'},
             {'line': 'Killed',
              'why': 'the shell\'s word for a process ended by SIGKILL (in the sample after vLLM\'s own fatal-signal '
                     'shutdown), not the OOM killer\'s message',
@@ -513,7 +513,7 @@ CATALOGUE = (
             ('error in inspecting model architecture',),
         ),
         'not_this': (),
-        'sources': (F + 'serve-log_omni-infer_model-inspection-failed_CRLF.txt',
+        'sources': (F + 'serve-log_omni-infer_model-inspection-failed_from-CRLF.txt',
                     'https://github.com/vllm-project/vllm-ascend/blob/cedf0fa7700c6e1cf6f4df5b640a86c46ed98e42/tools/'
                     'scripts/apiserverlog/server_0.log'),
     },
@@ -588,13 +588,13 @@ CATALOGUE = (
         'not_this': (
             {'line': 'Traffic request rate: inf',
              'why': 'vllm bench serve\'s setting "send every request at once", not a value the model computed',
-             'source': F + 'bench_vllm-ascend-pr12609_request-rate-inf_GB18030.txt',
+             'source': F + 'bench_vllm-ascend-pr12609_request-rate-inf_from-GB18030.txt',
              'tokens': ('request rate',)},
             {'line': "Namespace(subparser='bench', bench_type='serve', asr_max_audio_len_sec=inf, request_rate=inf, "
                      "burstiness=1.0, disable_tqdm=False)",
              'why': 'an argument dump (vllm bench, and vllm serve\'s "args: Namespace(...)" of older releases): inf is '
                     'a setting there, not a value the model computed',
-             'source': 'excerpt of the Namespace(...) line of ' + F + 'bench_vllm-ascend-pr12609_request-rate-inf_GB18030.txt',
+             'source': 'excerpt of the Namespace(...) line of ' + F + 'bench_vllm-ascend-pr12609_request-rate-inf_from-GB18030.txt',
              'tokens': ('namespace(',)},
             {'line': 'information: inference ready',
              'why': 'inf and nan only as whole words: not inside information or inference',
@@ -740,3 +740,17 @@ def scan(lines, per_kind=LINES_PER_KIND, line_chars=LINE_CHARS, steps=None):
     found = [entry['id'] for entry in CATALOGUE if entry['id'] in counts]
     return {'lines_read': read, 'found': found, 'counts': counts,
             'matches': dict((key, list(kept[key])[-per_kind:] if per_kind > 0 else []) for key in found)}
+
+
+def explain(lines, per_kind=LINES_PER_KIND, steps=None):
+    """The known failures in ``lines`` (a failed service's journal), in catalogue order: ``[{'id', 'status',
+    'cause', 'fix', 'lines'}]`` with the last ``per_kind`` matching lines of each."""
+    result = scan(lines, per_kind=per_kind, steps=steps)
+    return [{'id': key, 'status': ENTRIES[key]['status'], 'cause': ENTRIES[key]['cause'], 'fix': ENTRIES[key]['fix'],
+             'lines': result['matches'][key]} for key in result['found']]
+
+
+def describe(known):
+    """One sentence for a failure message: what the journal shows and what to do, from ``explain``'s list."""
+    return 'the journal shows %s' % '; '.join(
+        '%s: %s Fix: %s' % (item['id'], item['cause'].rstrip('.') + '.', item['fix']) for item in known)

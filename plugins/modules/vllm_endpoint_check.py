@@ -27,7 +27,9 @@ description:
     is true."
   - With O(unit), a failure also reports the systemd unit's state and the end of its journal (RV(unit_state),
     RV(unit_journal)), and the wait ends early when the unit is C(failed) or C(inactive), since it will not come up
-    by itself.
+    by itself. The journal is matched against the collection's catalogue of known vLLM-Ascend serving failures, and
+    the message names each one found with its cause and fix (RV(known_failures)), instead of only the wait that ran
+    out.
   - The API key is sent as C(Authorization) C(Bearer KEY); it never appears in the result (it is masked in every
     message, answer and journal line quoted).
   - Only reads; it never changes the host or the service.
@@ -226,6 +228,16 @@ unit_journal:
   type: list
   elements: str
   sample: ["Nov 30 20:01:02 node1 vllm[4242]: RuntimeError: NPU out of memory."]
+known_failures:
+  description:
+    - The known failures of the collection's catalogue (plugins/module_utils/_failure_catalogue.py) that the unit's
+      journal shows, in the catalogue's order, each with its cause, its fix and the last matching lines; the
+      failure message names them. Empty when the journal shows none; null without O(unit).
+  returned: failure
+  type: list
+  elements: dict
+  sample: [{"id": "out_of_memory", "status": "fail", "cause": "The NPU (or the host) ran out of memory.",
+            "fix": "Lower vllm_service_gpu_memory_utilization ...", "lines": ["RuntimeError: NPU out of memory."]}]
 """
 
 import time
@@ -233,6 +245,7 @@ import time
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._command import CommandRunner
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._failure_catalogue import describe, explain
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._vllm_endpoint import (
     EndpointCheck,
     Refused,
@@ -353,12 +366,16 @@ def main(clock=time.monotonic, sleep=time.sleep):
     except StageFailed as failure:
         failed = dict(msg=failure.msg, stage=failure.stage, error=failure.error, status=failure.status,
                       stages=dict(check.stages), seconds=round(check.elapsed(), 3), url=check.base,
-                      unit_state=None, unit_journal=None)
+                      unit_state=None, unit_journal=None, known_failures=None)
         if unit:
             failed['unit_state'] = unit.state()
             failed['unit_journal'] = unit.journal()
             if isinstance(failed['unit_state'], dict) and not unit.down:
                 failed['msg'] += ' (%s)' % describe_unit(unit.name, failed['unit_state'])
+            # What the log says went wrong, from the catalogue of known failures, instead of only "timed out".
+            failed['known_failures'] = explain(failed['unit_journal'])
+            if failed['known_failures']:
+                failed['msg'] += '; %s' % describe(failed['known_failures'])
         module.fail_json(**mask(failed, key))
     module.exit_json(changed=False, **mask(result, key))
 

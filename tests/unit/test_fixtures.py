@@ -22,11 +22,10 @@ DIRECTORIES = sorted(name for name in os.listdir(FIXTURES) if os.path.isdir(os.p
 
 @pytest.mark.parametrize('name', FILES)
 def test_every_fixture_names_its_source_above_the_captured_text(name):
-    # Samples are kept byte for byte: two captures are GB18030, not UTF-8 (their bytes are read as surrogates).
-    with open(os.path.join(FIXTURES, name), encoding='utf-8', errors='surrogateescape') as fixture:
+    with open(os.path.join(FIXTURES, name), encoding='utf-8') as fixture:
         header, separator, captured = fixture.read().partition('\n---\n')
     assert header.startswith('SOURCE: ') and separator
-    assert load_fixture(name, errors='surrogateescape') == captured
+    assert load_fixture(name) == captured
 
 
 @pytest.mark.parametrize('name', DIRECTORIES)

@@ -16,6 +16,7 @@ import json
 
 import pytest
 
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._failure_catalogue import ENTRIES
 from ansible_collections.kunpeng_ascend.vllm.plugins.modules import vllm_endpoint_check
 from ansible_collections.kunpeng_ascend.vllm.tests.helpers import PARSABLE_LOCALE, TIMEOUT, ExitJson, FailJson, run_main
 from ansible_collections.kunpeng_ascend.vllm.tests.unit.plugins.module_utils.test_vllm_endpoint import (
@@ -35,6 +36,9 @@ RESTARTING = 'ActiveState=activating\nSubState=auto-restart\nNRestarts=2\nMainPI
 # A journal that quotes the key, as a service that logs its arguments would.
 JOURNAL_TEXT = ('Nov 30 20:01:01 node1 vllm[4242]: args: api_key=%s\n'
                 'Nov 30 20:01:02 node1 vllm[4242]: RuntimeError: NPU out of memory.\n' % KEY)
+
+# The catalogue's entry the fake journal's last line ('RuntimeError: NPU out of memory.') is.
+OOM = ENTRIES['out_of_memory']
 
 
 @pytest.fixture
@@ -108,7 +112,9 @@ def test_a_failure_reports_the_unit_state_and_journal_with_the_key_masked(vllm, 
     assert result['msg'] == (
         "waited 60 s for the model list to include 'tiny-llama' at %s/v1/models: GET %s/v1/models lists the models "
         "['other'], not 'tiny-llama' (served_model_name) (unit vllm: activating (auto-restart), 2 restarts, main "
-        "PID 0)" % (vllm.url, vllm.url))
+        "PID 0); the journal shows out_of_memory: %s Fix: %s" % (vllm.url, vllm.url, OOM['cause'], OOM['fix']))
+    assert result['known_failures'] == [{'id': 'out_of_memory', 'status': 'fail', 'cause': OOM['cause'], 'fix': OOM['fix'],
+                                         'lines': ['Nov 30 20:01:02 node1 vllm[4242]: RuntimeError: NPU out of memory.']}]
     assert (result['stage'], result['status'], list(result['stages'])) == ('models', 200, ['health'])
     assert result['unit_state'] == {'ActiveState': 'activating', 'SubState': 'auto-restart', 'NRestarts': 2,
                                     'MainPID': 0}
@@ -129,7 +135,7 @@ def test_a_refused_key_quoted_back_by_the_server_is_masked(vllm, host):
                                     '\'{"error": "Unauthorized", "got": "Bearer ********"}\'' % vllm.url)
     # Refused at once: no wait.
     assert (result['seconds'], clock.sleeps) == (0.0, [])
-    assert (result['unit_state'], result['unit_journal']) == (None, None)
+    assert (result['unit_state'], result['unit_journal'], result['known_failures']) == (None, None, None)
 
 
 def test_the_wait_ends_early_when_the_unit_is_failed(host):
@@ -143,7 +149,8 @@ def test_the_wait_ends_early_when_the_unit_is_failed(host):
     assert result['msg'].startswith('waited 0 s for the health check to answer 200 at %s/health: GET %s/health: '
                                     'connection refused' % (url, url))
     assert result['msg'].endswith('; unit vllm: failed (failed), 5 restarts, main PID 0, so it will not come up by '
-                                  'itself (see unit_journal)')
+                                  'itself (see unit_journal); the journal shows out_of_memory: %s Fix: %s'
+                                  % (OOM['cause'], OOM['fix']))
     assert result['unit_journal'][-1] == 'Nov 30 20:01:02 node1 vllm[4242]: RuntimeError: NPU out of memory.'
 
 
@@ -156,7 +163,16 @@ def test_the_unit_is_read_at_most_every_10_seconds_while_waiting(host):
     shows = [argv for argv in host.commands() if SYSTEMCTL in argv]
     # Of the 25 tries (at 0 to 24 s), those at 0, 10 and 20 s read the unit; then the failure does.
     assert len(shows) == 4
+    assert result['msg'].endswith('(unit vllm: activating (auto-restart), 2 restarts, main PID 0); the journal shows '
+                                  'out_of_memory: %s Fix: %s' % (OOM['cause'], OOM['fix']))
+
+
+def test_a_journal_without_a_known_failure_adds_nothing_to_the_message(vllm, host):
+    vllm.served = 'other'
+    host.answers[JOURNAL] = (0, 'Nov 30 20:01:01 node1 vllm[4242]: INFO Loading weights took 2.1 s\n', '')
+    result = run_module(args_for(vllm, unit='vllm'), FailJson)
     assert result['msg'].endswith('(unit vllm: activating (auto-restart), 2 restarts, main PID 0)')
+    assert result['known_failures'] == []
 
 
 def test_unit_tools_missing_or_failing_never_fail_the_module_themselves(vllm, host):

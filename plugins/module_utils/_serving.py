@@ -291,9 +291,6 @@ ROLE_NUMBERS = (
     ('start_timeout', 10, None, '10 seconds or more'),
     ('stop_timeout', 0, None, '0 seconds or more'),
 )
-# The role's paths that the plan does not read, checked with the plan's own (null allowed: the role's default or
-# nothing).
-ROLE_PATHS = ('model_manifest', 'python', 'pip_wheelhouse', 'image_archive', 'sysfs_path')
 FLOAT_INPUTS = ('gpu_memory_utilization',)
 BOOL_INPUTS = ('enable_expert_parallel', 'enforce_eager', 'headless', 'mount_driver_dir', 'api_key_set', 'ipc_host')
 _TRUE = ('true', 'yes', 'on', '1')
@@ -320,23 +317,14 @@ def normalize_inputs(inputs):
 
 
 def _check_role_inputs(get, problems):
-    """The role's inputs beyond the deployment's: the release, the pins, the paths, the model's source and the
+    """The role's inputs beyond the deployment's that are not single strings: the pins, the model's source and the
     role's numbers."""
-    version = get('vllm_ascend_version')
-    if version is not None and (not isinstance(version, str) or not _RELEASE.match(version)):
-        problems.append('vllm_service_vllm_ascend_version must be null or a release such as v0.13.0 (no blanks, not '
-                        'first a -); got %s' % _show(version))
     for name, pattern, accepts in (('pip_packages', _PIN, 'exact pins, name==version (such as vllm-ascend==0.13.0)'),
                                    ('pip_remove', _PACKAGE, 'package names')):
         value = get(name)
         if value is not None and (not isinstance(value, list)
                                   or not all(isinstance(item, str) and pattern.match(item) for item in value)):
             problems.append('vllm_service_%s must be null or a list of %s; got %s' % (name, accepts, _show(value)))
-    for name in ROLE_PATHS:
-        value = get(name)
-        if value is not None and (not isinstance(value, str) or not _PATH.match(value)):
-            problems.append('vllm_service_%s must be null or an absolute path without control characters; got %s'
-                            % (name, _show(value)))
     source = get('model_source')
     if source is not None:
         kind, where = (list(source.items())[0] if isinstance(source, dict) and len(source) == 1 else (None, None))
@@ -378,6 +366,10 @@ def check_inputs(inputs):
     string('user', _USER, 'a system account name (lower-case letters, digits, _ and -, up to 32)')
     string('cann_env_file', _PATH, 'an absolute path without control characters', optional=True)
     string('api_key_file', _PATH, 'an absolute path without control characters', optional=True)
+    # The role's own strings, which the plan does not read (null: the role's default, or nothing).
+    string('vllm_ascend_version', _RELEASE, 'a release such as v0.13.0 (no blanks, not first a -)', optional=True)
+    for name in ('model_manifest', 'python', 'pip_wheelhouse', 'image_archive', 'sysfs_path'):
+        string(name, _PATH, 'an absolute path without control characters', optional=True)
 
     port = get('port')
     if not _is_int(port) or not 1 <= port <= 65535:

@@ -302,26 +302,8 @@ def chat_text(response):
 
 # ------------------------------------------------------------------------------------------------------- systemd
 
-def parse_systemctl_show(text):
-    """The ``KEY=VALUE`` lines of ``systemctl show -p ...`` as a dict; NRestarts and MainPID as integers."""
-    state = {}
-    for line in text.splitlines():
-        key, sep, value = line.partition('=')
-        if not sep:
-            continue
-        key = key.strip()
-        value = value.strip()
-        if key in ('NRestarts', 'MainPID'):
-            try:
-                value = int(value)
-            except ValueError:
-                pass
-        state[key] = value
-    return state
-
-
 def describe_unit(unit, state):
-    """'unit vllm: failed (failed), 5 restarts, main PID 0', from parse_systemctl_show's dict."""
+    """'unit vllm: failed (failed), 5 restarts, main PID 0', from _systemd.parse_show_one's dict."""
     return 'unit %s: %s (%s), %s restarts, main PID %s' % (
         unit, state.get('ActiveState', '?'), state.get('SubState', '?'), state.get('NRestarts', '?'),
         state.get('MainPID', '?'))

@@ -247,6 +247,7 @@ from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._npu_smi impor
     NpuSmiFailure,
     read_npu_smi_info,
 )
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._proc import ProcReader
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._warnings import WarningCap
 
 # vllm bench's result is a small JSON document (its per-request lists included: some MB at most).
@@ -270,56 +271,33 @@ def bench_argv(params, work_dir):
 
 
 class ProcessReader:
-    """The load generator's CPU time as ``proc`` (/proc) shows it, for the CPU sampler; main() takes another reader
-    (the tests give it scripted readings). ``pid``: the process whose child runs the load generator (this one);
-    ``ticks``: clock ticks per second of /proc's CPU times."""
+    """The load generator's CPU time as ``proc`` (/proc, read by _proc.ProcReader) shows it, for the CPU sampler;
+    main() takes another reader (the tests give it scripted readings). ``pid``: the process whose child runs the
+    load generator (this one); ``ticks``: clock ticks per second of /proc's CPU times."""
 
     def __init__(self, proc='/proc', pid=None, ticks=None):
-        self.proc = proc
+        self.reader = ProcReader(proc)
         self.pid = os.getpid() if pid is None else pid
         self.ticks = ticks or os.sysconf('SC_CLK_TCK')
 
     def table(self):
         """``{pid: (ppid, cpu seconds)}`` of every process /proc shows (CPU: user + system, with reaped children)."""
-        table = {}
-        for name in os.listdir(self.proc):
-            if not name.isdigit():
-                continue
-            try:
-                with open(os.path.join(self.proc, name, 'stat')) as stat:
-                    fields = stat.read().rsplit(')', 1)[1].split()
-            except (OSError, IndexError):
-                continue
-            # After the command name: state is field 3, ppid field 4, utime..cstime fields 14-17 of proc(5).
-            table[int(name)] = (int(fields[1]), sum(int(value) for value in fields[11:15]) / self.ticks)
-        return table
+        return dict((pid, (stat['ppid'], stat['cpu_ticks'] / self.ticks)) for pid, stat in self.reader.table().items())
 
     def find_child(self, argv):
         """The PID of ``pid``'s child running ``argv`` (behind the runner's time limit), or None."""
-        for pid, (ppid, _cpu) in self.table().items():
-            if ppid != self.pid:
-                continue
-            try:
-                with open(os.path.join(self.proc, str(pid), 'cmdline'), 'rb') as cmdline:
-                    running = cmdline.read().decode('utf-8', 'replace').split('\0')[:-1]
-            except OSError:
-                continue
-            if running[-len(argv):] == argv:
+        for pid, stat in self.reader.table().items():
+            if stat['ppid'] == self.pid and self.reader.cmdline(pid)[-len(argv):] == argv:
                 return pid
         return None
 
     def tree_cpu_seconds(self, root):
         """CPU seconds of process ``root`` and every process below it; None once it is gone."""
-        table = self.table()
-        if root not in table:
+        table = self.reader.table()
+        pids = self.reader.descendants(root, table)
+        if not pids:
             return None
-        total = 0.0
-        below = [root]
-        while below:
-            pid = below.pop()
-            total += table[pid][1]
-            below.extend(child for child, (ppid, _cpu) in table.items() if ppid == pid)
-        return total
+        return sum(table[pid]['cpu_ticks'] for pid in pids) / self.ticks
 
 
 def output_tail(result):

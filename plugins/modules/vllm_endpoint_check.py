@@ -244,6 +244,7 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils import _systemd
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._command import CommandRunner
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._failure_catalogue import describe, explain
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._vllm_endpoint import (
@@ -252,7 +253,6 @@ from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._vllm_endpoint
     StageFailed,
     describe_unit,
     mask,
-    parse_systemctl_show,
     ssl_context,
     unit_is_down,
 )
@@ -261,7 +261,7 @@ from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._vllm_endpoint
 COMMAND_TIMEOUT = 30
 # Seconds between two readings of the unit's state while waiting.
 UNIT_POLL_SECONDS = 10
-UNIT_PROPERTIES = 'ActiveState,SubState,NRestarts,MainPID'
+UNIT_PROPERTIES = ('ActiveState', 'SubState', 'NRestarts', 'MainPID')
 
 
 class Unit:
@@ -292,9 +292,13 @@ class Unit:
         return result.stdout, None
 
     def state(self):
-        """parse_systemctl_show's dict, or the error text."""
-        stdout, error = self._run('systemctl', ['show', '-p', UNIT_PROPERTIES, '--', self.name])
-        return error if error else parse_systemctl_show(stdout)
+        """_systemd.parse_show_one's dict, or the error text."""
+        try:
+            args = _systemd.show_argv('systemctl', [self.name], UNIT_PROPERTIES)[1:]
+        except ValueError as error:
+            return str(error)
+        stdout, error = self._run('systemctl', args)
+        return error if error else _systemd.parse_show_one(stdout)
 
     def journal(self):
         """The last lines of the unit's journal, or a one-line list with the error."""

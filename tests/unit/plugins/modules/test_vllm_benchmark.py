@@ -20,6 +20,7 @@ import subprocess
 import sys
 import textwrap
 import threading
+import time
 
 import pytest
 
@@ -409,9 +410,16 @@ def test_the_process_reader_sums_the_cpu_of_the_childs_tree_from_proc(tmp_path):
 def test_the_process_reader_finds_a_real_child_until_it_is_gone():
     child = subprocess.Popen(['sleep', '600'])  # pylint: disable=consider-using-with
     try:
-        # Popen returns once the child has run exec, so /proc shows its command line.
+        # Popen returns once the child has begun exec; the kernel sets the new command line a moment later
+        # (create_elf_tables runs after the close-on-exec pipe Popen waits on is closed), so look a few times.
         reader = ProcessReader()
-        assert reader.find_child(['sleep', '600']) == child.pid
+        found = None
+        for _try in range(500):
+            found = reader.find_child(['sleep', '600'])
+            if found is not None:
+                break
+            time.sleep(0.01)
+        assert found == child.pid
         assert reader.tree_cpu_seconds(child.pid) >= 0.0
     finally:
         child.kill()

@@ -30,7 +30,7 @@ from ansible_collections.kunpeng_ascend.vllm.tests.unit.plugins.module_utils.tes
 
 SYSTEMCTL = '/usr/bin/systemctl'
 JOURNALCTL = '/usr/bin/journalctl'
-SHOW = (SYSTEMCTL, 'show', '-p', 'ActiveState,SubState,NRestarts,MainPID', '--', 'vllm')
+SHOW = (SYSTEMCTL, 'show', '--property=ActiveState,SubState,NRestarts,MainPID', '--', 'vllm')
 JOURNAL = (JOURNALCTL, '-u', 'vllm', '--no-pager', '-n', '30')
 RESTARTING = 'ActiveState=activating\nSubState=auto-restart\nNRestarts=2\nMainPID=0\n'
 # A journal that quotes the key, as a service that logs its arguments would.

@@ -1,0 +1,97 @@
+# -*- coding: utf-8 -*-
+
+# Copyright (c) kunpeng_ascend.vllm contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+"""Private to the kunpeng_ascend.vllm collection: not a public API, it may change without notice.
+
+systemd for the whole collection: the one check of a unit name, the one ``systemctl show`` command line (the unit
+names after ``--``, so that a name can never be read as an option) and the one parser of its output. Standard
+library only.
+"""
+
+from __future__ import annotations
+
+# The characters systemd allows in a unit name (systemd.unit(5): ASCII letters, digits, ":", "-", "_", ".", "\",
+# and "@" for templates), and its length limit.
+_UNIT_CHARACTERS = frozenset('abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789:-_.\\@')
+UNIT_NAME_MAX = 255
+UNIT_SUFFIXES = ('.service', '.socket', '.target', '.timer', '.mount', '.path', '.slice', '.scope', '.device',
+                 '.swap', '.automount')
+# Properties whose value is a number (systemd prints [not set] or an empty value for some when unknown).
+INTEGER_PROPERTIES = frozenset(('NRestarts', 'MainPID', 'ExecMainPID', 'ExecMainStatus', 'MemoryCurrent',
+                                'TasksCurrent'))
+
+
+def unit_name_problem(name, what='unit name'):
+    """Why ``name`` is not a systemd unit name (or a service name that ``.service`` completes), None when it is."""
+    if not isinstance(name, str) or not name:
+        return 'the %s is empty' % what
+    if len(name) > UNIT_NAME_MAX:
+        return 'the %s is longer than %d characters' % (what, UNIT_NAME_MAX)
+    if name.startswith('-'):
+        return 'the %s %r starts with "-", which systemd tools would read as an option' % (what, name)
+    if name.startswith('.'):
+        return 'the %s %r starts with "."' % (what, name)
+    bad = sorted(set(character for character in name if character not in _UNIT_CHARACTERS))
+    if bad:
+        return 'the %s %r holds %s, which systemd does not allow in a unit name (letters, digits, ":", "-", "_", ".", ' \
+               '"\\" and "@" only)' % (what, name, ', '.join(repr(character) for character in bad))
+    return None
+
+
+def service_unit(name):
+    """The unit of service ``name``: ``vllm`` -> ``vllm.service``; a name with a unit suffix is kept.
+    ValueError when it is not a unit name."""
+    problem = unit_name_problem(name)
+    if problem:
+        raise ValueError(problem)
+    return name if name.endswith(UNIT_SUFFIXES) else name + '.service'
+
+
+def show_argv(systemctl, units, properties):
+    """``systemctl show`` of ``properties`` for ``units``, the units after ``--``. ValueError on a bad unit name."""
+    for unit in units:
+        problem = unit_name_problem(unit)
+        if problem:
+            raise ValueError(problem)
+    return [systemctl, 'show', '--property=' + ','.join(properties), '--'] + list(units)
+
+
+def _value(key, value):
+    if key in INTEGER_PROPERTIES:
+        try:
+            return int(value)
+        except ValueError:
+            return None
+    return value
+
+
+def parse_show(text):
+    """``systemctl show`` output of one or more units (blocks separated by blank lines) as a list of dicts, the
+    INTEGER_PROPERTIES as integers (None when systemd printed no number, as ``[not set]``)."""
+    blocks = []
+    block = {}
+    for line in (text or '').splitlines():
+        if not line.strip():
+            if block:
+                blocks.append(block)
+                block = {}
+            continue
+        key, sep, value = line.partition('=')
+        if sep:
+            key = key.strip()
+            block[key] = _value(key, value.strip())
+    if block:
+        blocks.append(block)
+    return blocks
+
+
+def parse_show_one(text):
+    """The properties of the one unit ``systemctl show`` printed, as a dict ({} for no output)."""
+    blocks = parse_show(text)
+    merged = {}
+    for block in blocks:
+        merged.update(block)
+    return merged

@@ -65,9 +65,6 @@ class Steps:
         self.count = 0
 
 
-# The counter match_line and scan use when they are given none.
-STEPS = Steps()
-
 F = 'tests/fixtures/'
 HCCL_EXEC_TIMEOUT_SOURCE = ('constructed from the text torch_npu prints (TORCH_NPU_WARN in '
                             'torch_npu/csrc/distributed/ProcessGroupHCCL.cpp, Ascend/pytorch): no sample has it')
@@ -655,7 +652,7 @@ _SKIP = dict((token, skip(token)) for token in TOKENS)
 
 def prepare(line, steps=None):
     """``line`` (str or bytes) cut to MAX_LINE_CHARS characters: the cut text and its lowercase form."""
-    steps = steps if steps is not None else STEPS
+    steps = steps if steps is not None else Steps()
     if isinstance(line, (bytes, bytearray)):
         raw = bytes(line[:MAX_LINE_CHARS * 4])
         steps.count += len(raw)
@@ -701,13 +698,13 @@ def _match(lowered, steps):
 
 def match_line(line, steps=None):
     """The first entry of CATALOGUE that ``line`` (str or bytes) matches, or None."""
-    steps = steps if steps is not None else STEPS
+    steps = steps if steps is not None else Steps()
     return _match(prepare(line, steps)[1], steps)
 
 
 def pattern_matches(entry, line, steps=None):
     """Whether ``line`` matches one of the patterns of ``entry`` (a CATALOGUE dict), its not_this cases left aside."""
-    steps = steps if steps is not None else STEPS
+    steps = steps if steps is not None else Steps()
     lowered = prepare(line, steps)[1]
     return any(all(_found(lowered, _token(item), steps) for item in pattern) for pattern in entry['patterns'])
 
@@ -724,7 +721,7 @@ def clean(text):
 def scan(lines, per_kind=LINES_PER_KIND, line_chars=LINE_CHARS, steps=None):
     """Match every line: ``{'lines_read', 'found': [ids in catalogue order], 'counts': {id: lines},
     'matches': {id: [the last per_kind matching lines, stripped and cut to line_chars]}}``."""
-    steps = steps if steps is not None else STEPS
+    steps = steps if steps is not None else Steps()
     counts = {}
     kept = {}
     read = 0

@@ -342,10 +342,15 @@ def test_bytes_lines_are_cut_before_decoding():
     assert steps.count <= (STEPS_PER_CHAR + 4) * catalogue.MAX_LINE_CHARS + STEPS_PER_LINE
 
 
-def test_the_default_counter_counts_when_none_is_given():
-    before = catalogue.STEPS.count
-    catalogue.match_line('INFO: Application startup complete.')
-    assert catalogue.STEPS.count > before
+def test_without_a_counter_each_call_counts_on_its_own():
+    # No state is kept between calls: the same line costs the same and matches the same, however often it is read.
+    line = 'RuntimeError: [ERROR] 2025-10-28-09:12:12 (PID:981, Device:0, RankID:-1) ERR02200 DIST call hccl api failed.'
+    first = catalogue.match_line(line)
+    assert all(catalogue.match_line(line) is first for _ in range(3))
+    assert first is not None
+    counted = catalogue.Steps()
+    catalogue.match_line(line, counted)
+    assert counted.count > 0
 
 
 def test_the_gb18030_capture_as_bytes_never_raises_and_gives_no_failure():

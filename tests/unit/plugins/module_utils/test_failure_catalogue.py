@@ -346,7 +346,7 @@ def test_without_a_counter_each_call_counts_on_its_own():
     # No state is kept between calls: the same line costs the same and matches the same, however often it is read.
     line = 'RuntimeError: [ERROR] 2025-10-28-09:12:12 (PID:981, Device:0, RankID:-1) ERR02200 DIST call hccl api failed.'
     first = catalogue.match_line(line)
-    assert all(catalogue.match_line(line) is first for _ in range(3))
+    assert all(catalogue.match_line(line) is first for _time in range(3))
     assert first is not None
     counted = catalogue.Steps()
     catalogue.match_line(line, counted)

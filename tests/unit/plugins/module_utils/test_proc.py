@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 import os
+import subprocess
 
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils import _proc
 
@@ -75,5 +76,11 @@ def test_this_machines_proc():
     me = os.getpid()
     assert reader.stat(me)['ppid'] == os.getppid()
     assert reader.rss_bytes(me) > 0
-    assert me in reader.descendants(os.getppid())
-    assert reader.tree_rss_bytes(me) >= reader.rss_bytes(me)
+    child = subprocess.Popen(['sleep', '600'])  # pylint: disable=consider-using-with
+    try:
+        assert child.pid in reader.descendants(me)
+        assert reader.tree_rss_bytes(me) >= reader.rss_bytes(me)
+    finally:
+        child.kill()
+        child.wait()
+    assert child.pid not in reader.descendants(me)

@@ -30,6 +30,7 @@ author:
   - kunpeng_ascend.vllm maintainers (@kunpeng-ascend)
 extends_documentation_fragment:
   - kunpeng_ascend.vllm.attributes
+  - kunpeng_ascend.vllm.load_generator
 attributes:
   check_mode:
     support: none
@@ -41,52 +42,10 @@ attributes:
     support: full
     platforms: posix
 options:
-  command:
-    description:
-      - The argv that starts vLLM's CLI on this host, to which C(bench serve ...) is appended, such as
-        V([/opt/vllm/venv/bin/vllm]) or a container engine's C(run) of the serving image ending in C(vllm).
-      - When it runs the load generator in a container, that container must see O(work_dir) at the same path and
-        reach O(base_url); set O(measure_loadgen_cpu=false) then (the load generator is not a child of this module,
-        the engine's client is).
-    type: list
-    elements: str
-    required: true
-  base_url:
-    description: The server, such as V(http://127.0.0.1:8000).
-    type: str
-    required: true
-  endpoint:
-    description: The API path requests go to.
-    type: str
-    default: /v1/completions
-  backend:
-    description: The request format (C(vllm bench serve --backend)).
-    type: str
-    choices: [openai, openai-chat, vllm]
-    default: openai
-  model:
-    description: The model name requests ask for (the served model name).
-    type: str
-    required: true
-  tokenizer:
-    description: The tokenizer (a model directory on this host) used to make prompts of O(input_len) tokens.
-    type: str
-    required: true
-  api_key:
-    description: The key sent as a bearer token, passed to the load generator in its environment only.
-    type: str
   num_prompts:
     description: How many requests the run sends.
     type: int
     default: 200
-  input_len:
-    description: Prompt length, tokens.
-    type: int
-    default: 128
-  output_len:
-    description: Tokens generated per request (end of sequence is ignored, so every request generates them all).
-    type: int
-    default: 128
   max_concurrency:
     description: Requests in flight at most.
     type: int
@@ -95,15 +54,6 @@ options:
     description: Requests per second (Poisson arrivals), or V(inf) to send them all at once.
     type: str
     default: inf
-  seed:
-    description: Seed of the random prompts; the same seed sends the same prompts.
-    type: int
-    default: 0
-  extra_args:
-    description: More C(vllm bench serve) arguments.
-    type: list
-    elements: str
-    default: []
   work_dir:
     description: An existing directory on this host for the result file and the load generator's output.
     type: path
@@ -112,26 +62,12 @@ options:
     description: Seconds between samples, 0.1 or more. A sample of C(npu-smi info) that takes longer delays the next.
     type: float
     default: 1.0
-  sample_npus:
-    description:
-      - V(auto) samples the NPUs when C(npu-smi) is found, V(always) fails without it, V(never) does not sample.
-    type: str
-    choices: [auto, always, never]
-    default: auto
   measure_loadgen_cpu:
     description:
       - Sample the CPU time of the load generator (this module's child and its children) from C(/proc).
       - V(false) leaves RV(benchmark.metrics) C(loadgen_cpu_percent) null, for a load generator in a container.
     type: bool
     default: true
-  npu_ids:
-    description: The NPUs (npu-smi's NPU column) to sample; all when empty.
-    type: list
-    elements: int
-    default: []
-  npu_smi_path:
-    description: Path of C(npu-smi); found in PATH or its usual places when omitted.
-    type: path
   targets:
     description:
       - "Targets, each V({metric: <name>, max: <number>}) or V({metric: <name>, min: <number>})."
@@ -214,98 +150,35 @@ benchmark:
 """
 
 import os
-import threading
 import time
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils import _json
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._ascend_files import UnreadableFile, read_regular_file
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._benchmark import (
     LOADGEN_BUSY_PERCENT,
-    PERCENTILES,
     BenchmarkError,
     cpu_percent_in_window,
     cpu_percent_series,
     evaluate_targets,
     in_window,
-    metrics_from_vllm_bench,
-    npu_sample_rows,
     parse_targets,
     sample_until_done,
     scalar_fields,
     summarize_npu_samples,
 )
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._command import (
-    KILL_AFTER_SECONDS,
-    CommandRunner,
-    failure_data,
-    locate_executable,
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._command import KILL_AFTER_SECONDS, CommandRunner
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._load_generator import (
+    LoadGenerator,
+    NpuSampler,
+    ProcessReader,
+    argument_spec,
+    bench_argv,
+    find_npu_smi,
+    output_tail,
+    read_bench_result,
+    remove_old_result,
 )
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._npu_smi import (
-    NPU_SMI_FALLBACK_PATHS,
-    NpuSmiFailure,
-    read_npu_smi_info,
-)
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._proc import ProcReader
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._warnings import WarningCap
-
-# vllm bench's result is a small JSON document (its per-request lists included: some MB at most).
-RESULT_MAX_BYTES = 256 * 1024 * 1024
-
-RESULT_FILE = 'vllm-bench-result.json'
-OUTPUT_TAIL_CHARS = 4000
-
-
-def bench_argv(params, work_dir):
-    argv = list(params['command']) + [
-        'bench', 'serve', '--backend', params['backend'], '--base-url', params['base_url'],
-        '--endpoint', params['endpoint'], '--model', params['model'], '--served-model-name', params['model'],
-        '--tokenizer', params['tokenizer'], '--dataset-name', 'random',
-        '--random-input-len', str(params['input_len']), '--random-output-len', str(params['output_len']),
-        '--num-prompts', str(params['num_prompts']), '--max-concurrency', str(params['max_concurrency']),
-        '--request-rate', params['request_rate'], '--seed', str(params['seed']), '--ignore-eos',
-        '--percentile-metrics', 'ttft,tpot,itl,e2el', '--metric-percentiles', ','.join(PERCENTILES),
-        '--save-result', '--result-dir', work_dir, '--result-filename', RESULT_FILE, '--disable-tqdm']
-    return argv + list(params['extra_args'])
-
-
-class ProcessReader:
-    """The load generator's CPU time as ``proc`` (/proc, read by _proc.ProcReader) shows it, for the CPU sampler;
-    main() takes another reader (the tests give it scripted readings). ``pid``: the process whose child runs the
-    load generator (this one); ``ticks``: clock ticks per second of /proc's CPU times."""
-
-    def __init__(self, proc='/proc', pid=None, ticks=None):
-        self.reader = ProcReader(proc)
-        self.pid = os.getpid() if pid is None else pid
-        self.ticks = ticks or os.sysconf('SC_CLK_TCK')
-
-    def table(self):
-        """``{pid: (ppid, cpu seconds)}`` of every process /proc shows (CPU: user + system, with reaped children)."""
-        return dict((pid, (stat['ppid'], stat['cpu_ticks'] / self.ticks)) for pid, stat in self.reader.table().items())
-
-    def find_child(self, argv):
-        """The PID of ``pid``'s child running ``argv`` (behind the runner's time limit), or None."""
-        for pid, stat in self.reader.table().items():
-            if stat['ppid'] == self.pid and self.reader.cmdline(pid)[-len(argv):] == argv:
-                return pid
-        return None
-
-    def tree_cpu_seconds(self, root):
-        """CPU seconds of process ``root`` and every process below it; None once it is gone."""
-        table = self.reader.table()
-        pids = self.reader.descendants(root, table)
-        if not pids:
-            return None
-        return sum(table[pid]['cpu_ticks'] for pid in pids) / self.ticks
-
-
-def output_tail(result):
-    """The failure data of the load generator's CommandResult, its output cut to its end."""
-    data = failure_data(result)
-    data['stdout'] = data['stdout'][-OUTPUT_TAIL_CHARS:]
-    data['stderr'] = data['stderr'][-OUTPUT_TAIL_CHARS:]
-    return data
 
 
 def check_params(module, params):
@@ -336,27 +209,13 @@ def main(clock=time.monotonic, sleep=time.sleep, processes=None):
     processes = processes or ProcessReader()
     module = AnsibleModule(
         argument_spec=dict(
-            command=dict(type='list', elements='str', required=True),
-            base_url=dict(type='str', required=True),
-            endpoint=dict(type='str', default='/v1/completions'),
-            backend=dict(type='str', default='openai', choices=['openai', 'openai-chat', 'vllm']),
-            model=dict(type='str', required=True),
-            # A model directory, not a token.
-            tokenizer=dict(type='str', required=True, no_log=False),
-            api_key=dict(type='str', no_log=True),
+            argument_spec(),
             num_prompts=dict(type='int', default=200),
-            input_len=dict(type='int', default=128),
-            output_len=dict(type='int', default=128),
             max_concurrency=dict(type='int', required=True),
             request_rate=dict(type='str', default='inf'),
-            seed=dict(type='int', default=0),
-            extra_args=dict(type='list', elements='str', default=[]),
             work_dir=dict(type='path', required=True),
             sample_interval=dict(type='float', default=1.0),
-            sample_npus=dict(type='str', default='auto', choices=['auto', 'always', 'never']),
-            npu_ids=dict(type='list', elements='int', default=[]),
             measure_loadgen_cpu=dict(type='bool', default=True),
-            npu_smi_path=dict(type='path'),
             targets=dict(type='list', elements='dict', default=[]),
             timeout=dict(type='int', default=3600),
         ),
@@ -370,43 +229,17 @@ def main(clock=time.monotonic, sleep=time.sleep, processes=None):
         module.fail_json(msg=error.msg)
     warnings = WarningCap()
 
-    npu_smi = None
-    if params['sample_npus'] != 'never':
-        try:
-            npu_smi = locate_executable(module, 'npu-smi', params['npu_smi_path'], 'npu_smi_path',
-                                        NPU_SMI_FALLBACK_PATHS)
-        except ValueError as error:
-            module.fail_json(msg=str(error))
-        if npu_smi is None and params['sample_npus'] == 'always':
-            module.fail_json(msg='sample_npus is always but npu-smi was found neither in PATH nor as %s: set '
-                                 'npu_smi_path, or sample_npus: auto' % ' or '.join(NPU_SMI_FALLBACK_PATHS))
+    npu_smi = find_npu_smi(module, params['sample_npus'], params['npu_smi_path'])
     # npu-smi must answer within the interval's order of magnitude, or the sampling would stall the run.
     runner = CommandRunner(module, max(10, int(params['sample_interval'] * 5)))
 
     work_dir = params['work_dir']
-    result_path = os.path.join(work_dir, RESULT_FILE)
-    if os.path.exists(result_path):
-        os.unlink(result_path)
+    remove_old_result(work_dir)
     argv = bench_argv(params, work_dir)
-    # vllm bench serve sends OPENAI_API_KEY as the bearer token: the environment keeps it off the command line,
-    # and an empty one replaces any the module's own environment has.
-    environ_update = {'PYTHONUNBUFFERED': '1', 'OPENAI_API_KEY': params['api_key'] or ''}
-    load_runner = CommandRunner(module, params['timeout'])
-
-    npu_samples = []
+    load = LoadGenerator(module, argv, params['api_key'], params['timeout'], clock)
+    npus = NpuSampler(runner, npu_smi, params['npu_ids'], warnings)
     cpu_samples = []
-    npu_errors = []
-    outcome = {}
-    started = clock()
-
-    def run_load_generator():
-        outcome['result'] = load_runner.run(argv, environ_update=environ_update)
-        outcome['moment'] = clock() - started
-
-    # The load generator runs through run_command in a thread of its own, so that this one samples beside it.
-    worker = threading.Thread(target=run_load_generator, name='vllm-bench-serve')
-    worker.daemon = True
-    worker.start()
+    load.start()
     tree = {}
 
     def sample_cpu(moment):
@@ -417,44 +250,16 @@ def main(clock=time.monotonic, sleep=time.sleep, processes=None):
         if seconds is not None:
             cpu_samples.append({'t': moment, 'cpu_seconds': seconds})
 
-    def sample_npus(moment):
-        if npu_errors:
-            return
-        try:
-            info = read_npu_smi_info(lambda args: runner.run([npu_smi] + args), warnings)
-        except NpuSmiFailure as failure:
-            # One failed sample ends the sampling with a warning: the benchmark itself goes on.
-            npu_errors.append(failure.msg)
-            warnings('NPU sampling stopped: %s' % failure.msg)
-            return
-        npu_samples.extend(npu_sample_rows(info, moment, params['npu_ids']))
-
-    samplers = ([sample_cpu] if params['measure_loadgen_cpu'] else []) + ([sample_npus] if npu_smi else [])
+    samplers = ([sample_cpu] if params['measure_loadgen_cpu'] else []) + ([npus] if npu_smi else [])
     # The runner's time limit stops the load generator; this one only bounds the sampling should that fail.
-    sample_until_done(lambda: None if worker.is_alive() else 0, samplers, params['sample_interval'],
-                      started + params['timeout'] + KILL_AFTER_SECONDS + 30, clock, sleep)
-    worker.join()
-    result = outcome['result']
-    ended = outcome['moment']
-    if result.timed_out:
-        module.fail_json(msg='the load generator ran longer than timeout (%d s) and was killed; raise timeout or '
-                             'lower num_prompts' % params['timeout'], **output_tail(result))
-    if result.rc != 0:
-        module.fail_json(msg='vllm bench serve failed with exit code %d against %s (see stdout and stderr)'
-                             % (result.rc, params['base_url']), **output_tail(result))
-    try:
-        data = read_regular_file(result_path, RESULT_MAX_BYTES, 'a vllm bench result')
-        if data is None:
-            raise ValueError('it was not written')
-        raw = _json.loads(data)
-        metrics = metrics_from_vllm_bench(raw, warnings)
-    except UnreadableFile as error:
-        module.fail_json(msg='vllm bench serve exited 0 but its result %s' % error, **output_tail(result))
-    except (OSError, ValueError, RecursionError) as error:
-        module.fail_json(msg='vllm bench serve exited 0 but its result %s could not be read: %s' % (result_path, error),
-                         **output_tail(result))
-    except BenchmarkError as error:
-        module.fail_json(msg='%s: %s' % (result_path, error.msg), **output_tail(result))
+    sample_until_done(load.poll, samplers, params['sample_interval'],
+                      load.started + params['timeout'] + KILL_AFTER_SECONDS + 30, clock, sleep)
+    result, ended = load.wait()
+    raw, metrics = read_bench_result(
+        module, result, work_dir, params['base_url'], warnings,
+        'the load generator ran longer than timeout (%d s) and was killed; raise timeout or lower num_prompts'
+        % params['timeout'])
+    npu_samples = npus.samples
 
     if not metrics['completed']:
         module.fail_json(msg='every one of the %d requests failed against %s: check that input_len + output_len (%d) fits '
@@ -467,7 +272,7 @@ def main(clock=time.monotonic, sleep=time.sleep, processes=None):
 
     window = (max(0.0, ended - metrics['duration_s']), ended)
     metrics.update(summarize_npu_samples(in_window(npu_samples, window)))
-    if npu_smi and not npu_errors and metrics['npu_aicore_percent_mean'] is None:
+    if npu_smi and not npus.errors and metrics['npu_aicore_percent_mean'] is None:
         warnings('no NPU reading fell inside the %.2f s benchmark: lower sample_interval or raise num_prompts'
                  % metrics['duration_s'])
     # The last CPU reading is up to one interval before the end: the window ends there for the load generator.

@@ -24,6 +24,7 @@ import time
 
 import pytest
 
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils import _load_generator
 from ansible_collections.kunpeng_ascend.vllm.plugins.modules import vllm_benchmark
 from ansible_collections.kunpeng_ascend.vllm.plugins.modules.vllm_benchmark import ProcessReader
 from ansible_collections.kunpeng_ascend.vllm.tests.helpers import (
@@ -332,7 +333,7 @@ def test_npu_smi_failing_mid_run_stops_the_sampling_with_a_warning_only(bench, m
 def test_bad_arguments_fail_before_anything_runs(bench, monkeypatch, changes, message):
     tmp_path, args = bench
     monkeypatch.setenv('PATH', '/nonexistent')
-    monkeypatch.setattr(vllm_benchmark, 'NPU_SMI_FALLBACK_PATHS', ('/nonexistent/npu-smi',))
+    monkeypatch.setattr(_load_generator, 'NPU_SMI_FALLBACK_PATHS', ('/nonexistent/npu-smi',))
     failure = run_main(vllm_benchmark.main, dict(args, **changes), FailJson)
     assert message in failure['msg']
     assert not (tmp_path / 'bench.json').exists()

@@ -28,6 +28,8 @@ from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._benchmark imp
     results_rows,
 )
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._serving import SERVING_PARAMS
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._soak import OPTIONS as SOAK_OPTIONS
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._soak import input_problems
 
 SERVICE_PREFIX = 'vllm_service_'
 _OPTION_NAME = re.compile(r'^[a-z][a-z0-9]*([_-][a-z0-9]+)*$')
@@ -125,7 +127,16 @@ def benchmark_summary(runs, targets, points=None, objective=None, run_id=None):
     return summary
 
 
+def soak_input_problems(values, prefix='vllm_benchmark_soak_'):
+    """What is wrong with the soak's inputs (``{option: value}``, the options without ``prefix``), each problem naming
+    the variable; [] when they can run."""
+    if not isinstance(values, dict):
+        raise AnsibleFilterError('soak_input_problems takes a dict of %s' % ', '.join(SOAK_OPTIONS))
+    return input_problems(values, prefix)
+
+
 class FilterModule:
     def filters(self):
         return {'benchmark_targets': benchmark_targets, 'benchmark_grid': benchmark_grid,
-                'benchmark_point_config': benchmark_point_config, 'benchmark_summary': benchmark_summary}
+                'benchmark_point_config': benchmark_point_config, 'benchmark_summary': benchmark_summary,
+                'soak_input_problems': soak_input_problems}

@@ -15,7 +15,10 @@ The benchmark report: one self-contained HTML file made from a benchmark run dir
   its best point, the plots (PNG images in data: URIs), each run's configuration; no external URL, no date of
   its own, so the same input gives the same bytes;
 * the plots, each taking data and returning PNG bytes (matplotlib's Agg renderer, fixed size and dpi, no
-  metadata): ``latency_png``, ``throughput_png``, ``grid_png``, ``timeline_png``.
+  metadata): ``latency_png``, ``throughput_png``, ``grid_png``, ``timeline_png``, ``soak_png``;
+* a soak run (a run file with a ``soak`` object, as the role's entry point soak writes it): its verdict, each check
+  with the measured growth or count against its threshold, the memory over time with the fitted lines, and the
+  known failures its journal showed.
 
 A metric that is missing, null or not a number is shown as "n/a" and left out of the plots.
 """
@@ -176,6 +179,8 @@ def _normalise_run(document, path, host_dir):
         'warnings': [str(item) for item in document.get('warnings') or [] if item is not None]
         if isinstance(document.get('warnings'), list) else [],
         'vllm_bench': _dict(document.get('vllm_bench')),
+        # A soak run's samples, fits and verdict (vllm_soak's result); None for the runs of a sweep or a grid.
+        'soak': _dict(document.get('soak')) or None,
     }
 
 
@@ -488,6 +493,52 @@ def timeline_png(npu_samples, loadgen_samples, targets, title):
     return _with_defaults(draw)
 
 
+def _fit_line(ax, fit, colour, label):
+    """The least squares line of a growth fit (vllm_soak's ``fits``) over the span it was fitted on."""
+    slope, intercept = number(fit.get('mib_per_hour')), number(fit.get('intercept_mib'))
+    start, end = number(fit.get('from_s')), number(fit.get('to_s'))
+    if None in (slope, intercept, start, end):
+        return
+    ax.plot([start, end], [intercept + slope * start / 3600.0, intercept + slope * end / 3600.0], color=colour,
+            linestyle='--', linewidth=1.5, label='%s fit %s MiB/h' % (label, fmt(slope)))
+
+
+def soak_png(samples, npu_samples, fits, warmup_end, title):
+    """A soak run's memory over time: the resident memory of the service's processes and, when sampled, the HBM
+    used per chip, each with its fitted line (dashed, over the span fitted) and the warm-up shaded."""
+    chips = sorted(set('%s-%s' % (s.get('npu_id'), s.get('chip_id')) for s in npu_samples))
+    panels = [('rss', 'service RSS (MiB)')] + ([('hbm', 'HBM used (MB)')] if chips else [])
+
+    def draw():
+        figure, axes = _figure(3.2 * len(panels), 1, len(panels))
+        for ax, (key, unit) in zip(axes, panels):
+            if number(warmup_end):
+                ax.axvspan(0, number(warmup_end), color='#eeeeee', label='warm-up')
+            if key == 'rss':
+                xy = [(number(s.get('t')), number(s.get('rss_mib'))) for s in samples]
+                xy = [(x, y) for x, y in xy if x is not None and y is not None]
+                if xy:
+                    ax.plot(*_columns(xy), color=COLOURS['p50'], marker='.', linestyle='', label='RSS')
+                _fit_line(ax, _dict(fits.get('host_rss')), COLOURS['p99'], 'RSS')
+            else:
+                for index, chip in enumerate(chips):
+                    colour = CYCLE[index % len(CYCLE)]
+                    xy = [(number(s.get('t')), number(s.get('hbm_used_mb'))) for s in npu_samples
+                          if '%s-%s' % (s.get('npu_id'), s.get('chip_id')) == chip]
+                    xy = [(x, y) for x, y in xy if x is not None and y is not None]
+                    if xy:
+                        ax.plot(*_columns(xy), color=colour, marker='.', linestyle='', label='NPU-chip %s' % chip)
+                    _fit_line(ax, _dict(_dict(fits.get('hbm')).get(chip)), colour, chip)
+            ax.set_ylabel(unit)
+            ax.set_xlabel('seconds since the soak started')
+            ax.grid(True, alpha=0.3)
+            if ax.get_legend_handles_labels()[0]:
+                ax.legend(fontsize=7, loc='best')
+        figure.suptitle(title)
+        return _png(figure)
+    return _with_defaults(draw)
+
+
 # --------------------------------------------------------------------------------------------------------- HTML
 
 def _img(png, alt):
@@ -602,6 +653,8 @@ def _grid_html(runs, summary, targets, best):
 
 def _sweeps_html(runs, targets):
     out = []
+    # A soak run is one load at a fixed rate, no point of a sweep.
+    runs = [run for run in runs if run['soak'] is None]
     any_grid = any(run['grid_point'] is not None for run in runs)
     for (host, index), series in _series(runs).items():
         points = [(run['concurrency'], run['metrics']) for run in series if run['concurrency'] is not None]
@@ -623,6 +676,10 @@ def _sweeps_html(runs, targets):
 
 def _timelines_html(runs, targets):
     out = ['<h2>NPU utilisation, HBM and load generator CPU over time</h2>']
+    # A soak run's memory over time is in its own section.
+    runs = [run for run in runs if run['soak'] is None]
+    if not runs:
+        return ''
     for run in runs:
         name = '%s / %s' % (run['host'], run['label'])
         out.append('<h3>%s</h3>' % _e(name))
@@ -635,6 +692,50 @@ def _timelines_html(runs, targets):
             out.append(_figure_html(png, 'NPU AI core utilisation and HBM per chip, and load generator CPU, during '
                                          '%s' % name if run['npu_samples'] else 'Load generator CPU during %s' % name))
     return ''.join(out)
+
+
+def _soak_value(check):
+    value = number(check.get('value'))
+    if value is None:
+        return 'n/a'
+    return '%.1f %s' % (value, _text(check.get('unit'))) if check.get('unit') == 'MiB/h' else '%d' % value
+
+
+def _soaks_html(runs):
+    out = []
+    for run in runs:
+        soak = run['soak']
+        if soak is None:
+            continue
+        name = '%s / %s' % (run['host'], run['label'])
+        verdict = _text(soak.get('verdict'), 'n/a')
+        settings = _dict(soak.get('settings'))
+        out.append('<h3>%s</h3>' % _e(name))
+        out.append('<div class="banner %s">soak: %s<span class="detail">%s</span></div>' % (
+            verdict if verdict in ('PASS', 'FAIL') else 'na', _e(verdict),
+            _e('%s requests/s for %s s, sampled every %s s, warm-up %s of the run' % (
+                fmt(settings.get('rate')), fmt(settings.get('duration')), fmt(settings.get('interval')),
+                fmt(settings.get('warmup'))))))
+        checks = _list_of_dicts(soak.get('checks'))
+        out.append(_table(['check', 'what', 'measured', 'limit', 'status', 'detail'], [
+            [('<code>%s</code>' % _e(_text(c.get('check'), '?')), None), (_e(_text(c.get('what'))), None),
+             (_e(_soak_value(c)), 'num'), (_e(_soak_value(dict(c, value=c.get('limit')))), 'num'),
+             _status_cell(_text(c.get('status')) or None), (_e(_text(c.get('detail'))), None)] for c in checks]))
+        samples = _list_of_dicts(soak.get('samples'))
+        out.append(_figure_html(
+            soak_png(samples, _list_of_dicts(soak.get('npu_samples')), _dict(soak.get('fits')),
+                     soak.get('warmup_end_s'), 'Memory during the soak on %s' % name),
+            'Memory of the service during the soak on %s (%d samples): the fitted growth dashed, the warm-up shaded'
+            % (name, len(samples))))
+        explained = _list_of_dicts(_dict(soak.get('journal')).get('explained'))
+        if explained:
+            out.append('<p>Known failures in the journal:</p><ul class="warnings">%s</ul>' % ''.join(
+                '<li><code>%s</code> (%s): %s Fix: %s</li>' % (_e(_text(item.get('id'))), _e(_text(item.get('status'))),
+                                                              _e(_text(item.get('cause'))), _e(_text(item.get('fix'))))
+                for item in explained))
+    if not out:
+        return ''
+    return '<h2>Soak</h2>' + ''.join(out)
 
 
 def _key_values(mapping):
@@ -693,6 +794,7 @@ def build_report(runs, summary, title=None):
         _banners(runs, summary),
         '<h2>Targets</h2>', _targets_html(runs, targets),
         '<h2>Runs</h2>', _runs_html(runs, best),
+        _soaks_html(runs),
         _grid_html(runs, summary, targets, best),
         _sweeps_html(runs, targets),
         _timelines_html(runs, targets),

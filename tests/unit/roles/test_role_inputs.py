@@ -307,6 +307,19 @@ CASES = {
     'vllm_benchmark an objective it does not know': ('vllm_benchmark', {'vllm_benchmark_objective': {'maximize': 'speed'}}, [
         "vllm_benchmark_objective ({'maximize': 'speed'}) must be {maximize: <metric>} or {minimize: <metric>}, with"
         ' subject_to_targets optional; the metrics are ' + ', '.join(BENCHMARK_METRICS) + '.']),
+    # vllm_benchmark's soak: the numbers, and a run too short for its interval
+    'vllm_benchmark the CI soak': ('vllm_benchmark', {'vllm_benchmark_soak_duration': 75, 'vllm_benchmark_soak_interval': 5,
+                                                      'vllm_benchmark_soak_rate': '0.5'}, None),
+    'vllm_benchmark a soak without rate': ('vllm_benchmark', {'vllm_benchmark_soak_rate': 0}, [
+        'vllm_benchmark_soak_rate must be requests/s, more than 0; got 0']),
+    'vllm_benchmark a soak too short for its interval': ('vllm_benchmark', {'vllm_benchmark_soak_duration': 60}, [
+        'vllm_benchmark_soak_duration (60 s) less its warm-up (vllm_benchmark_soak_warmup 0.2) leaves 48 s, which at'
+        ' vllm_benchmark_soak_interval 30 s gives fewer than the 5 samples the fit needs: make the run longer or the interval'
+        ' shorter']),
+    'vllm_benchmark a soak warm-up of the whole run': ('vllm_benchmark', {'vllm_benchmark_soak_warmup': 1.0,
+                                                                          'vllm_benchmark_soak_max_restarts': -1}, [
+        'vllm_benchmark_soak_warmup must be the fraction of the run left out of the fit, 0 to 0.9; got 1.0;'
+        ' vllm_benchmark_soak_max_restarts must be a whole number, 0 or more; got -1']),
     # vllm_cluster: the multi-node inputs, each naming the variable
     'vllm_cluster good inputs': ('vllm_cluster', {}, None),
     'vllm_cluster Ray natively': ('vllm_cluster', {

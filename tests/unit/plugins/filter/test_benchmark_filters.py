@@ -19,7 +19,15 @@ SERVICE_PARAMS = ['max_num_seqs', 'dtype', 'extra_args', 'enforce_eager']
 
 def test_the_filters_are_registered():
     assert sorted(benchmark.FilterModule().filters()) == ['benchmark_grid', 'benchmark_point_config', 'benchmark_summary',
-                                                          'benchmark_targets']
+                                                          'benchmark_targets', 'soak_input_problems']
+
+
+def test_the_soak_filter_names_the_role_variables():
+    assert benchmark.soak_input_problems({'duration': 0, 'interval': 30, 'rate': 1, 'warmup': 0.2, 'max_hbm_growth': 1,
+                                          'max_rss_growth': 1, 'max_restarts': 0, 'max_known_failures': 0}) == [
+        'vllm_benchmark_soak_duration must be seconds, more than 0; got 0']
+    with pytest.raises(AnsibleFilterError, match='soak_input_problems takes a dict'):
+        benchmark.soak_input_problems([1])
 
 
 def test_bad_targets_fail_naming_the_variable():

@@ -349,3 +349,55 @@ def test_a_fifo_in_place_of_a_run_file_is_refused_without_waiting(tmp_path):
     os.mkfifo(fifo)
     with pytest.raises(ReportError, match=r'c1.json: a FIFO|c1.json: .*not a regular file'):
         load_run_dir(run_dir)
+
+
+def soak_document(base, slope_mib_per_hour, journal_lines=()):
+    """A soak run file: the captured run c4's load and metrics, with vllm_soak's result for a service whose memory
+    grows ``slope`` MiB/h (readings every 5 s for 90 s, warm-up 0.2) and two NPU chips whose HBM stays flat."""
+    from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils import _soak
+    samples = [{'t': t * 5.0, 'rss_mib': 2000.0 + slope_mib_per_hour * t * 5.0 / 3600.0, 'main_pid': 42, 'restarts': 0,
+                'known_failures': 0} for t in range(19)]
+    npu_samples = [{'t': t * 5.0, 'npu_id': npu, 'chip_id': 0, 'hbm_used_mb': 30000.0 + npu} for t in range(19)
+                   for npu in (0, 1)]
+    journal = _soak.JournalTally()
+    journal.add(list(journal_lines))
+    settings = {'duration': 90.0, 'interval': 5.0, 'rate': 0.5, 'warmup': 0.2, 'max_hbm_growth': 128.0,
+                'max_rss_growth': 512.0, 'max_restarts': 0, 'max_known_failures': 0}
+    judged = _soak.verdict(samples, npu_samples, journal.result(), 90.0, 0.2, settings)
+    return dict(base, label='soak', status=judged['verdict'], targets=[], npu_samples=[], loadgen_samples=[],
+                soak=dict(judged, samples=samples, npu_samples=npu_samples, journal=journal.result(), settings=settings))
+
+
+def test_a_soak_run_shows_its_verdict_checks_slope_and_memory_plot(tmp_path):
+    run_dir = str(tmp_path / 'soak')
+    base = read_run(SWEEP, 'c4')
+    write_run(run_dir, 'soak', soak_document(base, 3600.0, ['RuntimeError: NPU out of memory. Tried to allocate 2 GiB']))
+    text = report(run_dir)
+    assert '<div class="banner FAIL">soak: FAIL<span class="detail">0.50 requests/s for 90.0 s, sampled every 5.00 s,' \
+           ' warm-up 0.20 of the run</span></div>' in text
+    rows = table_rows(text, 'Soak')
+    assert [row[0] for row in rows] == ['<code>%s</code>' % name for name in
+                                        ('host_rss_growth', 'hbm_growth', 'restarts', 'known_failures')]
+    assert rows[0][2:5] == ['3600.0 MiB/h', '512.0 MiB/h', 'FAIL'] and rows[1][2:5] == ['0.0 MiB/h', '128.0 MiB/h', 'PASS']
+    assert rows[3][2:5] == ['1', '0', 'FAIL'] and rows[3][5] == 'out_of_memory x1'
+    assert '<code>out_of_memory</code> (fail): ' in text
+    # The memory plot, two panels (RSS, HBM), and no empty timeline for the soak run.
+    alts = [(alt, image.size) for alt, image in images(text)]
+    assert alts == [('Memory of the service during the soak on node1 / soak (19 samples): the fitted growth dashed, the '
+                     'warm-up shaded', (1000, 640))]
+    assert 'NPU utilisation, HBM and load generator CPU over time' not in text
+    assert report(run_dir) == text
+
+
+def test_a_soak_with_too_few_samples_says_so(tmp_path):
+    run_dir = str(tmp_path / 'soak')
+    document = soak_document(read_run(SWEEP, 'c4'), 0.0)
+    document['soak']['samples'] = document['soak']['samples'][:6]
+    from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils import _soak
+    document['soak'].update(_soak.verdict(document['soak']['samples'], [], None, 90.0, 0.2, document['soak']['settings']))
+    document['status'] = document['soak']['verdict']
+    write_run(run_dir, 'soak', document)
+    text = report(run_dir)
+    assert '<div class="banner na">soak: NOT_ENOUGH_SAMPLES' in text
+    assert table_rows(text, 'Soak')[0][2:6] == ['n/a', '512.0 MiB/h', 'NOT_ENOUGH_SAMPLES',
+                                                'not enough samples after the warm-up: 2, the fit needs 5']

@@ -1,0 +1,361 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+
+# Copyright (c) kunpeng_ascend.vllm contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: vllm_soak
+short_description: Load a vLLM service at a fixed rate for a given time and judge whether its memory grows
+version_added: 0.4.0
+description:
+  - Runs vLLM's own load generator, C(vllm bench serve), once against the service at O(rate) requests per second
+    (Poisson arrivals) with O(rate) x O(duration) random-token requests, so that the load lasts about O(duration)
+    seconds.
+  - "Every O(interval) seconds while it runs, samples: the HBM used per NPU chip (C(npu-smi info), when the host
+    has NPUs); the resident memory of the service's processes (native mode: the unit's C(MainPID) and every process
+    below it; container mode: the container's init process, from the engine's C(inspect), and every process below
+    it), read from C(/proc); the unit's C(NRestarts); and the lines of the unit's journal since the start, matched
+    against the collection's failure catalogue."
+  - Fits each memory series by least squares after the warm-up (the first O(warmup) of O(duration)), as MiB per hour,
+    and gives RV(soak.verdict) - C(FAIL) when a growth is above its threshold, the unit restarted more than
+    O(max_restarts) times or the journal shows more than O(max_known_failures) lines of known failures;
+    C(NOT_ENOUGH_SAMPLES) when a growth had fewer than 5 readings to fit after the warm-up; else C(PASS). The
+    verdict does not fail the module; a load that cannot run does.
+author:
+  - kunpeng_ascend.vllm maintainers (@kunpeng-ascend)
+extends_documentation_fragment:
+  - kunpeng_ascend.vllm.attributes
+  - kunpeng_ascend.vllm.load_generator
+attributes:
+  check_mode:
+    support: full
+    details:
+      - Check mode sends no request and samples nothing; it checks the options and returns the load generator's
+        command line and the number of requests it would send (RV(soak.argv), RV(soak.num_prompts)).
+  diff_mode:
+    support: none
+  platform:
+    support: full
+    platforms: posix
+options:
+  max_concurrency:
+    description: Requests in flight at most; high enough that the rate, not this limit, sets the load.
+    type: int
+    default: 256
+  rate:
+    description: Requests per second, more than 0.
+    type: float
+    required: true
+  duration:
+    description: Seconds the load lasts (the number of requests is O(rate) x O(duration), rounded up).
+    type: float
+    required: true
+  interval:
+    description: Seconds between samples, 1 or more.
+    type: float
+    default: 30
+  warmup:
+    description: The fraction of O(duration), from the start, left out of the fit (start-up, first batches, caches
+      filling), 0 to 0.9.
+    type: float
+    default: 0.2
+  work_dir:
+    description: An existing directory on this host for the load generator's result file; required unless in check mode.
+    type: path
+  unit:
+    description: The service's systemd unit, such as V(vllm.service).
+    type: str
+    required: true
+  mode:
+    description: How the service runs - V(native) (its processes are the unit's) or V(container) (they are the
+      container's, O(container_name) run by O(engine)).
+    type: str
+    choices: [native, container]
+    default: native
+  engine:
+    description: The container engine of container mode.
+    type: str
+    choices: [docker, podman]
+  container_name:
+    description: The service's container in container mode.
+    type: str
+  max_hbm_growth:
+    description: The HBM growth of the fastest-growing NPU chip allowed, MiB per hour.
+    type: float
+    default: 128
+  max_rss_growth:
+    description: The growth of the service processes' resident memory allowed, MiB per hour.
+    type: float
+    default: 512
+  max_restarts:
+    description: Restarts of the unit allowed during the run.
+    type: int
+    default: 0
+  max_known_failures:
+    description: Journal lines of the failure catalogue's failures (not its warnings) allowed during the run.
+    type: int
+    default: 0
+  timeout:
+    description: Seconds the load generator may run before it is killed and the module fails; default O(duration)
+      x 1.5 + 300.
+    type: int
+notes:
+  - The resident memory of several processes is the sum of their C(VmRSS), so pages they share count once per
+    process; its growth is what is judged.
+  - The load generator runs under a parsable locale and coreutils C(timeout), which stops it and its children.
+seealso:
+  - module: kunpeng_ascend.vllm.vllm_benchmark
+    description: The same load generator, for throughput and latency against targets.
+"""
+
+EXAMPLES = r"""
+- name: Load the service at 2 requests/s for an hour and judge its memory
+  kunpeng_ascend.vllm.vllm_soak:
+    command: [/opt/vllm/venv/bin/vllm]
+    base_url: http://127.0.0.1:8000
+    model: deepseek-r1
+    tokenizer: /data/models/DeepSeek-R1-W8A8
+    api_key: "{{ vllm_api_key }}"
+    rate: 2
+    duration: 3600
+    interval: 30
+    unit: vllm.service
+    work_dir: /var/tmp/soak
+  register: soak
+"""
+
+RETURN = r"""
+soak:
+  description: The run.
+  returned: success
+  type: dict
+  contains:
+    argv:
+      description: The load generator's command line (the key is not on it).
+      type: list
+      elements: str
+    num_prompts:
+      description: Requests sent (rate x duration).
+      type: int
+    verdict:
+      description: C(PASS), C(FAIL) or C(NOT_ENOUGH_SAMPLES); absent in check mode.
+      type: str
+    checks:
+      description: Each check - C(check) (C(host_rss_growth), C(hbm_growth), C(restarts), C(known_failures)),
+        C(what), C(value), C(limit), C(unit), C(status) (C(PASS), C(FAIL), C(NOT_ENOUGH_SAMPLES), C(NOT_MEASURED)),
+        C(detail).
+      type: list
+      elements: dict
+    fits:
+      description: C(host_rss) and C(hbm) (per C(<npu>-<chip>)) - C(mib_per_hour), C(intercept_mib), C(samples),
+        C(from_s), C(to_s) of each least squares fit.
+      type: dict
+    samples:
+      description: Every sample of the service, C({t, rss_mib, main_pid, restarts, known_failures}) (null where a
+        reading failed).
+      type: list
+      elements: dict
+    npu_samples:
+      description: Every NPU reading, C({t, npu_id, chip_id, aicore_percent, hbm_used_mb, hbm_total_mb}).
+      type: list
+      elements: dict
+    journal:
+      description: The catalogue's matches in the unit's journal during the run - C(lines_read), C(found),
+        C(counts), C(matches), C(explained) (cause and fix); null when it could not be read.
+      type: dict
+    metrics:
+      description: The load generator's metrics, as M(kunpeng_ascend.vllm.vllm_benchmark) gives them.
+      type: dict
+    vllm_bench:
+      description: The result file of C(vllm bench serve), without its per-request lists.
+      type: dict
+    warnings:
+      description: The warnings of the run.
+      type: list
+      elements: str
+"""
+
+import time
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils import _soak, _systemd
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._benchmark import sample_until_done, scalar_fields
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._command import KILL_AFTER_SECONDS, CommandRunner
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._load_generator import (
+    LoadGenerator,
+    NpuSampler,
+    argument_spec,
+    bench_argv,
+    find_npu_smi,
+    read_bench_result,
+    remove_old_result,
+)
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._proc import ProcReader
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._warnings import WarningCap
+
+UNIT_PROPERTIES = ('MainPID', 'NRestarts')
+
+
+class ServiceSampler:
+    """Each call reads the service once: its processes' resident memory, the unit's restarts and the journal's new
+    lines (tallied against the failure catalogue); a reading that fails is null in its sample and warned about."""
+
+    def __init__(self, module, runner, processes, params, since_epoch, warnings):
+        self.module = module
+        self.runner = runner
+        self.processes = processes
+        self.params = params
+        self.warnings = warnings
+        self.cursor = None
+        self.since = since_epoch
+        self.journal = _soak.JournalTally()
+        self.journal_error = None
+        self.samples = []
+        self.systemctl = module.get_bin_path('systemctl')
+        self.journalctl = module.get_bin_path('journalctl')
+        self.engine = module.get_bin_path(params['engine']) if params['mode'] == 'container' else None
+        for name, found in (('systemctl', self.systemctl), ('journalctl', self.journalctl)):
+            if not found:
+                warnings('%s was not found: the unit\'s %s are not sampled'
+                         % (name, 'restarts and main process' if name == 'systemctl' else 'journal'))
+        if params['mode'] == 'container' and not self.engine:
+            warnings('%s (engine) was not found: the container\'s memory is not sampled' % params['engine'])
+        if not self.journalctl:
+            self.journal_error = 'journalctl was not found'
+
+    def _unit(self):
+        if not self.systemctl:
+            return {}
+        result = self.runner.run(_systemd.show_argv(self.systemctl, [self.params['unit']], UNIT_PROPERTIES))
+        if result.rc != 0:
+            self.warnings('systemctl show %s failed (rc %s): %s' % (self.params['unit'], result.rc,
+                                                                      (result.stderr or result.stdout).strip()))
+            return {}
+        return _systemd.parse_show_one(result.stdout)
+
+    def _root_pid(self, unit):
+        if self.params['mode'] == 'native':
+            return unit.get('MainPID') or None
+        if not self.engine:
+            return None
+        result = self.runner.run(_soak.container_pid_argv(self.engine, self.params['container_name']))
+        return _soak.parse_container_pid(result.stdout) if result.rc == 0 else None
+
+    def _read_journal(self):
+        if self.journal_error:
+            return
+        result = self.runner.run(_soak.journal_argv(self.journalctl, self.params['unit'], self.since, self.cursor))
+        if _soak.journal_is_empty(result.rc, result.stdout, result.stderr):
+            return
+        if result.rc != 0:
+            self.journal_error = 'journalctl failed (rc %s): %s' % (result.rc, (result.stderr or result.stdout).strip())
+            self.warnings('the journal is no longer read: %s' % self.journal_error)
+            return
+        lines, cursor = _soak.parse_journal_batch(result.stdout)
+        self.journal.add(lines)
+        self.cursor = cursor or self.cursor
+
+    def __call__(self, moment):
+        unit = self._unit()
+        root = self._root_pid(unit)
+        rss = self.processes.tree_rss_bytes(root) if root else None
+        self._read_journal()
+        self.samples.append({'t': round(moment, 3), 'rss_mib': None if rss is None else round(rss / _soak.MIB, 3),
+                             'main_pid': root, 'restarts': unit.get('NRestarts'),
+                             'known_failures': None if self.journal_error else self.journal.failures()})
+
+
+def check_params(module, params):
+    problems = _soak.input_problems(params)
+    for name in ('input_len', 'output_len', 'max_concurrency'):
+        if params[name] < 1:
+            problems.append('%s must be 1 or more, not %d' % (name, params[name]))
+    if not params['command']:
+        problems.append('command must name vLLM\'s CLI, such as [/opt/vllm/venv/bin/vllm]')
+    problem = _systemd.unit_name_problem(params['unit'], 'unit')
+    if problem:
+        problems.append(problem)
+    if params['mode'] == 'container' and not (params['engine'] and params['container_name']):
+        problems.append('container mode needs engine and container_name')
+    if not module.check_mode and not params['work_dir']:
+        problems.append('work_dir is required to run the load')
+    if params['timeout'] is not None and params['timeout'] < 1:
+        problems.append('timeout must be 1 or more, not %d' % params['timeout'])
+    if problems:
+        module.fail_json(msg='; '.join(problems))
+
+
+def main(clock=time.monotonic, sleep=time.sleep, wall=time.time, processes=None):
+    """The module; ``clock`` and ``sleep`` time the sampling, ``wall`` dates the journal's start and ``processes``
+    (a _proc.ProcReader) reads the service's memory: the real ones unless a test scripts them."""
+    processes = processes or ProcReader()
+    module = AnsibleModule(
+        argument_spec=dict(
+            argument_spec(),
+            max_concurrency=dict(type='int', default=256),
+            rate=dict(type='float', required=True),
+            duration=dict(type='float', required=True),
+            interval=dict(type='float', default=30.0),
+            warmup=dict(type='float', default=0.2),
+            work_dir=dict(type='path'),
+            unit=dict(type='str', required=True),
+            mode=dict(type='str', default='native', choices=['native', 'container']),
+            engine=dict(type='str', choices=['docker', 'podman']),
+            container_name=dict(type='str'),
+            max_hbm_growth=dict(type='float', default=128.0),
+            max_rss_growth=dict(type='float', default=512.0),
+            max_restarts=dict(type='int', default=0),
+            max_known_failures=dict(type='int', default=0),
+            timeout=dict(type='int'),
+        ),
+        supports_check_mode=True,
+    )
+    params = module.params
+    check_params(module, params)
+    num_prompts = _soak.prompts(params['rate'], params['duration'])
+    load_params = dict(params, num_prompts=num_prompts, request_rate='%g' % params['rate'])
+    work_dir = params['work_dir'] or '.'
+    argv = bench_argv(load_params, work_dir)
+    if module.check_mode:
+        module.exit_json(changed=False, soak=dict(argv=argv, num_prompts=num_prompts))
+    warnings = WarningCap()
+    npu_smi = find_npu_smi(module, params['sample_npus'], params['npu_smi_path'])
+    # Each reading must answer within the interval's order of magnitude, or the sampling would stall.
+    runner = CommandRunner(module, max(10, int(params['interval'] * 2)))
+    timeout = params['timeout'] or int(params['duration'] * 1.5 + 300)
+
+    remove_old_result(work_dir)
+    service = ServiceSampler(module, runner, processes, params, wall(), warnings)
+    npus = NpuSampler(runner, npu_smi, params['npu_ids'], warnings)
+    load = LoadGenerator(module, argv, params['api_key'], timeout, clock)
+    load.start()
+    sample_until_done(load.poll, [service] + ([npus] if npu_smi else []), params['interval'],
+                      load.started + timeout + KILL_AFTER_SECONDS + 30, clock, sleep)
+    result, ended = load.wait()
+    raw, metrics = read_bench_result(
+        module, result, work_dir, params['base_url'], warnings,
+        'the load generator ran longer than timeout (%d s) and was killed; raise timeout' % timeout)
+    if not metrics['completed']:
+        module.fail_json(msg='every one of the %d requests failed against %s: check that input_len + output_len fits '
+                             'the server\'s max_model_len, that the model is served as %s, and the key'
+                             % (num_prompts, params['base_url'], params['model']))
+    if metrics['failed']:
+        warnings('%d of %d requests failed: see the server\'s log'
+                 % (metrics['failed'], metrics['failed'] + metrics['completed']))
+    journal = None if service.journal_error else service.journal.result()
+    judged = _soak.verdict(service.samples, npus.samples, journal, params['duration'], params['warmup'], params)
+    run = dict(judged, schema=_soak.SOAK_SCHEMA, argv=argv, num_prompts=num_prompts, samples=service.samples,
+               npu_samples=npus.samples, journal=journal, metrics=metrics, vllm_bench=scalar_fields(raw),
+               ended_s=round(ended, 3), warnings=list(warnings.messages),
+               settings=dict((key, params[key]) for key in _soak.OPTIONS))
+    warnings.emit(module.warn)
+    module.exit_json(changed=False, soak=run)
+
+
+if __name__ == '__main__':
+    main()

@@ -730,9 +730,8 @@ def _soaks_html(runs):
         explained = _list_of_dicts(_dict(soak.get('journal')).get('explained'))
         if explained:
             out.append('<p>Known failures in the journal:</p><ul class="warnings">%s</ul>' % ''.join(
-                '<li><code>%s</code> (%s): %s Fix: %s</li>' % (_e(_text(item.get('id'))), _e(_text(item.get('status'))),
-                                                              _e(_text(item.get('cause'))), _e(_text(item.get('fix'))))
-                for item in explained))
+                '<li><code>%s</code> (%s): %s Fix: %s</li>'
+                % tuple(_e(_text(item.get(key))) for key in ('id', 'status', 'cause', 'fix')) for item in explained))
     if not out:
         return ''
     return '<h2>Soak</h2>' + ''.join(out)

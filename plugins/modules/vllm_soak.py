@@ -233,8 +233,8 @@ class ServiceSampler:
             return {}
         result = self.runner.run(_systemd.show_argv(self.systemctl, [self.params['unit']], UNIT_PROPERTIES))
         if result.rc != 0:
-            self.warnings('systemctl show %s failed (rc %s): %s' % (self.params['unit'], result.rc,
-                                                                      (result.stderr or result.stdout).strip()))
+            output = (result.stderr or result.stdout).strip()
+            self.warnings('systemctl show %s failed (rc %s): %s' % (self.params['unit'], result.rc, output))
             return {}
         return _systemd.parse_show_one(result.stdout)
 

@@ -19,9 +19,13 @@ file; null when there is nothing to fix). ``overall`` makes one verdict of them:
 from __future__ import annotations
 
 import fnmatch
+import json
+import posixpath
 import re
 
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils import _failure_catalogue
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._deployment import CONTAINER_NAME
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._systemd import unit_name_problem
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._compatibility import check_combination
 
 STATUSES = ('ok', 'skipped', 'warn', 'fail')
@@ -52,25 +56,166 @@ def overall(findings):
     return 'healthy'
 
 
-# --------------------------------------------------------------------------------------------------------- parsers
+# --------------------------------------------------------------------------------------------------------- inputs
 
-def parse_systemctl_show(text):
-    """``systemctl show`` output of one or more units (blocks separated by blank lines) as a list of dicts."""
-    blocks = []
-    block = {}
-    for line in (text or '').splitlines():
-        if not line.strip():
-            if block:
-                blocks.append(block)
-                block = {}
+# The directories the persisted files are read from (sysctl.d(5), tmpfiles.d(5)): a file elsewhere is refused.
+SYSCTL_DIRS = ('/etc/sysctl.d', '/run/sysctl.d', '/usr/local/lib/sysctl.d', '/usr/lib/sysctl.d', '/lib/sysctl.d')
+TMPFILES_DIRS = ('/etc/tmpfiles.d', '/run/tmpfiles.d', '/usr/local/lib/tmpfiles.d', '/usr/lib/tmpfiles.d',
+                 '/lib/tmpfiles.d')
+MODES = ('auto', 'native', 'container')
+ENGINES = ('docker', 'podman', 'containerd')
+# A sysctl name: words of letters, digits, _ and - joined by dots (as os_tuning takes them).
+_SYSCTL_NAME = re.compile(r'[A-Za-z0-9_-]+(?:\.[A-Za-z0-9_-]+)*\Z')
+# A /sys path of the tuning check: relative to /sys or under /sys/, glob characters allowed.
+_SYS_PATH = re.compile(r'[A-Za-z0-9_.:@*?\[\]!+,=-]+(?:/[A-Za-z0-9_.:@*?\[\]!+,=-]+)*\Z')
+# A vllm-ascend release as vllm_service takes it: no blanks, not first a -.
+_RELEASE = re.compile(r'[^\x00-\x20\x7f-][^\x00-\x20\x7f]{0,63}\Z')
+_CONTROL = re.compile(r'[\x00-\x1f\x7f]')
+
+
+def _show(value):
+    try:
+        return json.dumps(value, sort_keys=True)
+    except (TypeError, ValueError):
+        return repr(value)
+
+
+def _whole(value):
+    """``value`` as an int when it is a whole number (or its digits, as -e gives them), else None."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str) and re.match(r'-?[0-9]{1,9}\Z', value.strip()):
+        return int(value)
+    return None
+
+
+def container_name_problem(name):
+    """Why ``name`` is not a container name (docker's rule: a letter or digit, then letters, digits, _ . -)."""
+    if not isinstance(name, str) or not CONTAINER_NAME.match(name):
+        return ('must be a container name (a letter or digit, then letters, digits, _, . or -, up to 128); got %s'
+                % _show(name))
+    return None
+
+
+def sysctl_key_problem(key):
+    """Why ``key`` is not a sysctl name the doctor reads (under /proc/sys only), None when it is one."""
+    if not isinstance(key, str) or not _SYSCTL_NAME.match(key):
+        return 'must be a sysctl name such as vm.swappiness (words of letters, digits, _ and - joined by dots); got %s' \
+            % _show(key)
+    return None
+
+
+def sys_relative(path):
+    """The path of an expected /sys value relative to /sys: ``/sys/kernel/mm/x`` and ``kernel/mm/x`` give
+    ``kernel/mm/x``; None when it is not a path under /sys (another absolute path, ``..``, ``.`` or an empty part)."""
+    if not isinstance(path, str):
+        return None
+    relative = path[len('/sys/'):] if path.startswith('/sys/') else path
+    if not _SYS_PATH.match(relative) or any(part in ('.', '..') for part in relative.split('/')):
+        return None
+    return relative
+
+
+def sys_key_problem(path):
+    """Why ``path`` is not a /sys path the doctor reads (under sysfs_path only), None when it is one."""
+    if sys_relative(path) is None:
+        return ('must be a path under /sys such as kernel/mm/transparent_hugepage/enabled or /sys/devices/system/cpu/'
+                'cpu*/cpufreq/scaling_governor (globs allowed; no .., no other absolute path); got %s' % _show(path))
+    return None
+
+
+def conf_file_problem(path, directories):
+    """Why ``path`` is not a .conf file directly in one of ``directories``, None when it is."""
+    if not isinstance(path, str) or _CONTROL.search(path) or posixpath.normpath(path) != path \
+            or posixpath.dirname(path) not in directories or not path.endswith('.conf') or path.endswith('/.conf'):
+        return 'must be a .conf file directly in %s; got %s' % (' or '.join(directories), _show(path))
+    return None
+
+
+def check_inputs(inputs, prefix=''):
+    """The problems of the doctor's inputs (``inputs``: the options of ascend_doctor, which are the doctor role's
+    variables without their ``doctor_`` prefix), each naming the variable as ``prefix`` + its name; [] when they
+    are fine. Paths and keys are confined: sysctl keys are names (read under proc_path/sys), /sys keys are paths
+    under /sys (read under sysfs_path), the persisted files are .conf files of SYSCTL_DIRS and TMPFILES_DIRS."""
+    problems = []
+
+    def name(key):
+        return prefix + key
+
+    service = inputs.get('service_name')
+    if service is not None:
+        problem = unit_name_problem(service, '%s' % name('service_name'))
+        if problem:
+            problems.append(problem)
+    if inputs.get('container_name') is not None:
+        problem = container_name_problem(inputs['container_name'])
+        if problem:
+            problems.append('%s %s' % (name('container_name'), problem))
+    for key, choices in (('service_mode', MODES), ('container_engine', ENGINES)):
+        value = inputs.get(key)
+        if value is not None and value not in choices:
+            problems.append('%s must be null or one of %s; got %s' % (name(key), ', '.join(choices), _show(value)))
+    release = inputs.get('vllm_ascend_version')
+    if release is not None and (not isinstance(release, str) or not _RELEASE.match(release)):
+        problems.append('%s must be null or a release such as 0.13.0 (no blanks, not first a -); got %s'
+                        % (name('vllm_ascend_version'), _show(release)))
+    for key, directories in (('sysctl_file', SYSCTL_DIRS), ('tmpfiles_file', TMPFILES_DIRS)):
+        if key in inputs:
+            problem = conf_file_problem(inputs[key], directories)
+            if problem:
+                problems.append('%s %s' % (name(key), problem))
+    for key in ('proc_path', 'sysfs_path', 'report_dir'):
+        value = inputs.get(key)
+        if key in inputs and (not isinstance(value, str) or not value.startswith('/') or _CONTROL.search(value)):
+            problems.append('%s must be an absolute path without control characters; got %s' % (name(key), _show(value)))
+    for key, problem_of, value_name in (('expected_sysctl', sysctl_key_problem, 'a value'),
+                                        ('expected_sys', sys_key_problem, 'a value')):
+        values = inputs.get(key)
+        if values is None:
             continue
-        key, sep, value = line.partition('=')
-        if sep:
-            block[key.strip()] = value.strip()
-    if block:
-        blocks.append(block)
-    return blocks
+        if not isinstance(values, dict):
+            problems.append('%s must be a dict of {key: value}; got %s' % (name(key), _show(values)))
+            continue
+        for item, value in sorted(values.items(), key=lambda pair: str(pair[0])):
+            problem = problem_of(item)
+            if problem:
+                problems.append('a key of %s %s' % (name(key), problem))
+            if isinstance(value, (dict, list, bool)) or value is None or _CONTROL.search(str(value)):
+                problems.append('%s[%s] must be %s: a string or a number without control characters; got %s'
+                                % (name(key), _show(item), value_name, _show(value)))
+    since = inputs.get('journal_since')
+    if 'journal_since' in inputs and (not isinstance(since, str) or not since.strip() or _CONTROL.search(since)
+                                      or since.startswith('-')):
+        problems.append('%s must be a time journalctl --since reads, such as "1 hour ago" (not first a -, no control '
+                        'characters); got %s' % (name('journal_since'), _show(since)))
+    for key, low, high, what in (('journal_lines', 1, 1000000, 'lines'), ('timeout', 0, 86400, 'seconds (0: no limit)'),
+                                 ('temperature_warn_c', 1, 200, 'degrees Celsius'),
+                                 ('tls_warn_days', 0, 3650, 'days')):
+        if key in inputs:
+            value = _whole(inputs[key])
+            if value is None or not low <= value <= high:
+                problems.append('%s must be a whole number of %s from %d to %d; got %s'
+                                % (name(key), what, low, high, _show(inputs[key])))
+    if 'hbm_warn_percent' in inputs:
+        value = inputs['hbm_warn_percent']
+        try:
+            number = float(value) if not isinstance(value, bool) else None
+        except (TypeError, ValueError):
+            number = None
+        if number is None or not 0 < number <= 100:
+            problems.append('%s must be a percentage above 0 and at most 100; got %s' % (name('hbm_warn_percent'),
+                                                                                        _show(value)))
+    devices = inputs.get('network_devices')
+    if devices is not None and (not isinstance(devices, list) or
+                                any(_whole(device) is None or _whole(device) < 0 for device in devices)):
+        problems.append('%s must be null or a list of NPU device ids (0 or more); got %s'
+                        % (name('network_devices'), _show(devices)))
+    return problems
 
+
+# --------------------------------------------------------------------------------------------------------- parsers
 
 def parse_sysctl_conf(text):
     """``key = value`` lines of a sysctl.d file as a dict (comments and blank lines skipped; a leading ``-`` that
@@ -411,8 +556,8 @@ def check_service(unit, properties, error=None):
         return finding('service', 'fail', '%s is not running: %s' % (unit, state), details,
                        logs + '`systemctl restart %s`, or re-run playbooks/site.yml (role kunpeng_ascend.vllm.vllm_service)'
                        % unit)
-    restarts = properties.get('NRestarts') or '0'
-    if restarts.isdigit() and int(restarts) > 0:
+    restarts = properties.get('NRestarts') or 0
+    if isinstance(restarts, int) and restarts > 0:
         return finding('service', 'warn', '%s runs but systemd restarted it %s time(s): %s' % (unit, restarts, state),
                        details, logs + 'fix the cause of the crashes (see the journal check)')
     return finding('service', 'ok', '%s is %s' % (unit, state), details)
@@ -466,9 +611,30 @@ def scan_journal(lines, unit, since, error=None, per_kind=JOURNAL_LINES_PER_KIND
                    ' | '.join(entry['fix'] for entry in entries))
 
 
-def check_network(enabled, devices, error=None):
-    """The NPU network finding: ``devices`` is ``{device id: {'net_health', 'link', 'error'}}``; fail per NIC whose
-    health is not Success or link not UP."""
+def _tls_problems(state):
+    """(failures, warnings) of one NIC's certificates and CRL (``state['tls']``: ``{'enabled', 'certificates':
+    _hccn_tool.tls_expiry entries}``): an expired one fails while TLS is on, and warns while it is off; one expiring
+    within the threshold warns."""
+    tls = state.get('tls') or {}
+    failures, warnings = [], []
+    for cert in tls.get('certificates') or []:
+        left = cert.get('days_left')
+        if cert['state'] == 'expired':
+            text = '%s expired%s' % (cert['name'], ' on %s' % cert['end'] if cert.get('end') else '')
+            if tls.get('enabled') is False:
+                warnings.append(text + ' (TLS is off, so HCCL does not use it now)')
+            else:
+                failures.append(text)
+        elif cert['state'] == 'expiring':
+            warnings.append('%s expires %s' % (cert['name'], 'in %d day(s) (%s)' % (left, cert['end'])
+                                               if left is not None else 'soon, hccn_tool says'))
+    return failures, warnings
+
+
+def check_network(enabled, devices, error=None, tls_warn_days=None):
+    """The NPU network finding: ``devices`` is ``{device id: {'net_health', 'link', 'tls', 'error'}}``; fail per NIC
+    whose health is not Success or link not UP, or whose TLS certificate or CRL has expired while TLS is on; warn
+    per certificate or CRL that expires within ``tls_warn_days`` days (``tls``: see _tls_problems)."""
     if not enabled:
         return finding('network', 'skipped', 'NPU network not checked (doctor_check_network is false: a single-node '
                        'service)', {})
@@ -477,6 +643,7 @@ def check_network(enabled, devices, error=None):
                        'Install the NPU driver\'s hccn_tool (/usr/local/Ascend/driver/tools/hccn_tool, role '
                        'kunpeng_ascend.vllm.npu_driver) or set doctor_hccn_tool_path')
     bad = []
+    expiring = []
     for device, state in sorted(devices.items()):
         problems = []
         if state.get('error'):
@@ -485,17 +652,32 @@ def check_network(enabled, devices, error=None):
             problems.append('net health %s' % state.get('net_health'))
         if state.get('link') != 'UP':
             problems.append('link %s' % state.get('link'))
+        tls_failures, tls_warnings = _tls_problems(state)
+        problems.extend(tls_failures)
         if problems:
             bad.append({'device': device, 'problems': problems})
-    details = {'devices': devices, 'bad': bad}
+        if tls_warnings:
+            expiring.append({'device': device, 'problems': tls_warnings})
+    details = {'devices': devices, 'bad': bad, 'expiring': expiring, 'tls_warn_days': tls_warn_days}
     if not devices:
         return finding('network', 'skipped', 'no NPU network device to check', details)
+    tls_fix = ('Replace the certificate suite before it lapses: `hccn_tool -i %s -tls -s path DIR pri pri.pem pub '
+               'pub.pem ca1 ca1.pem ... crl crl.pem` (a new CRL alone: `-tls -s path DIR crl crl.pem`), on every NPU of '
+               'every node, as the same suite' % (expiring or bad or [{'device': 0}])[0]['device'])
     if bad:
+        first = bad[0]['device']
+        fix = ('Check the cable and switch port of each, `hccn_tool -i %s -link -g` and `-net_health -g`, and the '
+               'addresses in /etc/hccn.conf (`hccn_tool -i %s -ip -g`); the detection address is set with '
+               '`hccn_tool -i %s -netdetect -s address ADDRESS`' % (first, first, first))
+        if any('expired' in problem for item in bad for problem in item['problems']):
+            fix += '; ' + tls_fix
         return finding('network', 'fail', '%d of %d NPU NICs are not healthy: %s' % (
-            len(bad), len(devices), '; '.join('device %s: %s' % (item['device'], ', '.join(item['problems'])) for item in bad)),
-            details, 'Check the cable and switch port of each, `hccn_tool -i %s -link -g` and `-net_health -g`, and '
-            'the addresses in /etc/hccn.conf (`hccn_tool -i %s -ip -g`); the detection address is set with '
-            '`hccn_tool -i %s -netdetect -s address ADDRESS`' % (bad[0]['device'], bad[0]['device'], bad[0]['device']))
+            len(bad), len(devices), '; '.join('device %s: %s' % (item['device'], ', '.join(item['problems']))
+                                              for item in bad)), details, fix)
+    if expiring:
+        return finding('network', 'warn', 'NPU NIC TLS certificates or CRLs expire within %s days: %s' % (
+            tls_warn_days, '; '.join('device %s: %s' % (item['device'], ', '.join(item['problems']))
+                                     for item in expiring)), details, tls_fix)
     return finding('network', 'ok', 'all %d NPU NICs are UP with net health Success' % len(devices), details)
 
 

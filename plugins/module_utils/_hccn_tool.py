@@ -18,8 +18,11 @@ Formats (one device per run; ``N`` is the device's logical id):
 * ``-ip -g``: ``ipaddr:A`` and ``netmask:M`` lines (empty values when none is set);
 * ``-gateway -g``: ``default gateway:G, Iface:ethN``;
 * ``-netdetect -g``: ``netdetect address: D``;
-* ``-tls -g``: ``dev_id:N, tls switch[S](0:disable, 1:enable), tls alarm time threshold[T]days`` and certificate
-  blocks (``dev_id:N, [pub cert] info:`` followed by indented ``issuer[...]``, ``start_time[...]`` lines);
+* ``-tls -g``: ``dev_id:N, tls switch[S](0:disable, 1:enable), tls preconfigured[P](...), tls alarm time
+  threshold[T]days`` (older drivers print no ``preconfigured``) and one block per certificate and the CRL
+  (``dev_id:N, [pub cert] info:``, ``[ca1 cert]``, ..., ``[crl]``; some builds print ``device N,``) followed by
+  indented ``subject[...]``, ``issuer[...]``, ``start_time[...]``, ``end_time[Sat Feb 16 03:19:21 2030 GMT]`` and,
+  from newer drivers on, ``tls expiration status[N](0:normal, 1:near expiration, 2:has expired)`` lines;
 * ``-link -g``: ``link status: UP``; ``-net_health -g``: ``net health status: Success`` (or ``Init``, ``Fault``,
   ``Socket fail``, ``Receive timeout``, ...);
 * ``-ping -g address X``: ``device N PING X``, ``recv seq=K,time=Tms`` lines and a summary
@@ -32,6 +35,7 @@ captured sessions read as the tool's own output.
 
 from __future__ import annotations
 
+import calendar
 import ipaddress
 import re
 
@@ -161,27 +165,99 @@ def parse_netdetect(text, warn=ignore):
     return address
 
 
+# "Sat Feb 16 03:19:21 2030 GMT" (ctime form, the day padded with a space or not), always GMT; no strptime: %a and
+# %b follow the locale.
+_MONTHS = ('jan', 'feb', 'mar', 'apr', 'may', 'jun', 'jul', 'aug', 'sep', 'oct', 'nov', 'dec')
+_CERT_TIME = re.compile(r'^(?:[A-Za-z]{3}\s+)?([A-Za-z]{3})\s+([0-9]{1,2})\s+([0-9]{2}):([0-9]{2}):([0-9]{2})\s+([0-9]{4})'
+                        r'(?:\s+GMT|\s+UTC)?$', re.IGNORECASE)
+# The block header: "dev_id:0, [pub cert] info:" (the manuals), "device 0, [crl] info:" (other driver builds).
+_TLS_BLOCK = re.compile(r'^(?:dev_id\s*:\s*|device\s+)[0-9]+\s*,\s*\[([^\]]+)\]\s*info', re.IGNORECASE)
+# A field of a block: "issuer[...]", "end_time[...]", "tls expiration status[1](0:normal, 1:near expiration, ...)".
+_TLS_FIELD = re.compile(r'^([a-z_]+(?: [a-z_]+){0,3})\s*\[([^\]]*)\](?:\s*\([^)]*\))?\s*$', re.IGNORECASE)
+# What "tls expiration status[N]" means (hccn_tool prints the legend after it).
+TLS_EXPIRATION = {0: 'normal', 1: 'near expiration', 2: 'expired'}
+
+
+def cert_time(text):
+    """Seconds since the epoch of an hccn_tool certificate time (GMT), None when it is not one."""
+    match = _CERT_TIME.match((text or '').strip())
+    if not match or match.group(1).lower() not in _MONTHS:
+        return None
+    year, day, hour, minute, second = (int(match.group(index)) for index in (6, 2, 3, 4, 5))
+    month = _MONTHS.index(match.group(1).lower()) + 1
+    if not (1 <= day <= calendar.monthrange(year, month)[1] and hour < 24 and minute < 60 and second < 61):
+        return None
+    return calendar.timegm((year, month, day, hour, minute, second, 0, 0, 0))
+
+
 def parse_tls(text, warn=ignore):
-    """``-tls -g``: ``{'enabled': bool or None, 'alarm_days': int or None, 'certificates': [names]}``; the
-    certificate blocks are recognised, not returned in detail. No switch line is a warning (enabled None)."""
-    result = {'enabled': None, 'alarm_days': None, 'certificates': []}
+    """``-tls -g``: ``{'enabled': bool or None, 'preconfigured': bool or None, 'alarm_days': int or None,
+    'certificates': [...]}``, one entry per block (``pub cert``, ``ca1 cert``..., ``crl``): ``{'name', 'subject',
+    'issuer', 'start', 'end'`` (as printed), ``'end_epoch'`` (seconds, None when not understood), ``'status'`` (of
+    ``tls expiration status[N]``: ``normal``, ``near expiration``, ``expired``; None when not printed, as by older
+    drivers)``}``. No switch line is a warning (enabled None); so is an end time that is not understood."""
+    result = {'enabled': None, 'preconfigured': None, 'alarm_days': None, 'certificates': []}
+    block = None
     for number, line in output_lines(text):
         switch = re.search(r'tls\s+switch\s*\[\s*([01])\s*\]', line, re.IGNORECASE)
         if switch:
             result['enabled'] = switch.group(1) == '1'
+            preset = re.search(r'preconfigured\s*\[\s*([01])\s*\]', line, re.IGNORECASE)
+            result['preconfigured'] = preset.group(1) == '1' if preset else None
             alarm = re.search(r'threshold\s*\[\s*([0-9]+)\s*\]', line, re.IGNORECASE)
             result['alarm_days'] = int(alarm.group(1)) if alarm else None
             continue
-        cert = re.match(r'^dev_id\s*:\s*[0-9]+\s*,\s*\[([^\]]+)\]\s*info', line, re.IGNORECASE)
-        if cert:
-            result['certificates'].append(cert.group(1).strip())
-        elif re.match(r'^[a-z_]+\s*\[.*\]$', line, re.IGNORECASE) or line.lower().startswith('no certificate'):
+        header = _TLS_BLOCK.match(line)
+        if header:
+            block = {'name': header.group(1).strip(), 'subject': None, 'issuer': None, 'start': None, 'end': None,
+                     'end_epoch': None, 'status': None}
+            result['certificates'].append(block)
+            continue
+        field = _TLS_FIELD.match(line)
+        if field and block is not None:
+            key, value = ' '.join(field.group(1).lower().split()), field.group(2).strip()
+            if key in ('subject', 'issuer'):
+                block[key] = value or None
+            elif key == 'start_time':
+                block['start'] = value
+            elif key == 'end_time':
+                block['end'], block['end_epoch'] = value, cert_time(value)
+                if block['end_epoch'] is None:
+                    warn('hccn_tool -tls -g: the end time of %s on line %d is not understood: %r'
+                         % (block['name'], number, line))
+            elif key == 'tls expiration status' and value.isdigit() and int(value) in TLS_EXPIRATION:
+                block['status'] = TLS_EXPIRATION[int(value)]
+            else:
+                _unread(warn, '-tls -g', number, line)
+        elif line.lower().startswith('no certificate'):
             continue
         elif not hccn_error(line):
             _unread(warn, '-tls -g', number, line)
     if result['enabled'] is None:
         warn('hccn_tool -tls -g printed no "tls switch[0|1]" line, so whether TLS is on is unknown')
     return result
+
+
+def tls_expiry(tls, now, warn_days):
+    """What the certificates and the CRL of one ``parse_tls`` result say at ``now`` (seconds since the epoch), with
+    ``warn_days`` as the warning threshold: one entry per block, ``{'name', 'end', 'days_left'`` (whole days, negative
+    once past; None when the end time is not known)``, 'state'}``: ``expired`` (past its end time, or hccn_tool says
+    so), ``expiring`` (within ``warn_days`` days, or hccn_tool says near expiration under its own threshold), ``ok``,
+    or ``unknown`` (neither an end time nor a status)."""
+    states = []
+    for cert in (tls or {}).get('certificates') or []:
+        end = cert.get('end_epoch')
+        days = None if end is None else int((end - now) // 86400)
+        if cert.get('status') == 'expired' or (end is not None and end <= now):
+            state = 'expired'
+        elif cert.get('status') == 'near expiration' or (days is not None and days < warn_days):
+            state = 'expiring'
+        elif end is None and cert.get('status') is None:
+            state = 'unknown'
+        else:
+            state = 'ok'
+        states.append({'name': cert.get('name'), 'end': cert.get('end'), 'days_left': days, 'state': state})
+    return states
 
 
 def parse_status(text, label, warn=ignore):

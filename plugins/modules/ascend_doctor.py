@@ -37,12 +37,27 @@ description:
     lines such as torch_npu's HCCL execution-timeout setting warning are not reported). A C(fail) entry fails the
     check, C(warn) entries alone (nan/inf, a c10d rendezvous still waiting) warn; the summary names the entries found,
     the fix joins theirs, at most 3 matching lines of each are kept."
-  - "C(network) (only with O(check_network)): C(hccn_tool -i N -net_health -g) and C(-link -g) per NPU NIC; a NIC
-    whose health is not C(Success) or link not C(UP) fails."
+  - "C(network) (only with O(check_network)): C(hccn_tool -i N -net_health -g), C(-link -g) and C(-tls -g) per NPU
+    NIC; a NIC whose health is not C(Success) or link not C(UP) fails, so does a TLS certificate or CRL past its end
+    time while TLS is on; one that expires within O(tls_warn_days) days (or that hccn_tool calls near expiration)
+    warns."
   - Every command runs under coreutils C(timeout) (O(timeout)); a tool that is missing or fails is a finding, not a
     module failure.
   - A host with neither an NPU driver nor npu-smi whose service runs natively is a CPU host (vLLM's CPU build);
     the version and NPU checks are V(skipped) there.
+  - "What the service is comes from the host: the deployment record the vllm_service role writes
+    (C(/etc/kunpeng-ascend-vllm/services/NAME.json)) gives the service's name, mode, container engine and name, and
+    vllm-ascend release whenever the matching option is not set. Without O(service_name) the one service recorded is
+    checked (several recorded: the module fails, naming them); without any record the service is C(vllm)."
+  - "What it reads is confined to the places it documents: the record only in its directory; O(sysctl_file) only
+    in C(/etc/sysctl.d), C(/run/sysctl.d), C(/usr/local/lib/sysctl.d), C(/usr/lib/sysctl.d) or C(/lib/sysctl.d)
+    and O(tmpfiles_file) only in the tmpfiles.d directories of the same places (under O(root), links resolved
+    inside it); O(expected_sysctl) keys are sysctl names read under O(proc_path)C(/sys); O(expected_sys) keys are
+    paths under C(/sys) (globs allowed, no C(..)) and each match must resolve inside O(sysfs_path). Inputs outside
+    these rules fail the module, naming the option; a match or file that resolves outside is a warning and is not
+    read."
+  - "Unit names are checked (systemd's characters, no leading C(-)) and given to C(systemctl show) after C(--) and
+    to journalctl as C(--unit=NAME)."
   - Only reads; it never changes the host.
 author:
   - kunpeng_ascend.vllm maintainers (@kunpeng-ascend)
@@ -60,30 +75,32 @@ attributes:
     platforms: posix
 options:
   service_name:
-    description: Name of the vLLM service (the vllm_service role's C(vllm_service_name)); its unit is C(NAME.service).
+    description:
+      - Name of the vLLM service (the vllm_service role's C(vllm_service_name)); its unit is C(NAME.service).
+      - Default the one service recorded on the host; none recorded, V(vllm).
     type: str
-    default: vllm
   service_mode:
     description:
-      - How the service runs (C(vllm_service_mode)). V(auto) is V(container) when npu-smi lists NPUs, else V(native),
-        as the vllm_service role decides.
+      - How the service runs. V(auto) is V(container) when npu-smi lists NPUs, else V(native), as the vllm_service
+        role decides.
+      - Default the mode recorded on the host, else V(auto).
     type: str
     choices: [auto, native, container]
-    default: auto
   container_engine:
-    description: The engine of container mode (C(vllm_service_container_engine)); its service is checked.
+    description:
+      - The engine of container mode; its service is checked.
+      - Default the engine recorded on the host, else V(docker).
     type: str
     choices: [docker, podman, containerd]
-    default: docker
   container_name:
-    description: Name of the service's container; default C(vllm-NAME), as the vllm_service role names it.
+    description: Name of the service's container; default the one recorded, else C(vllm-NAME), as the vllm_service role
+      names it.
     type: str
   vllm_ascend_version:
     description:
-      - The vllm-ascend release the service runs, such as V(0.13.0) (a leading V(v) is ignored); the playbook passes
-        C(vllm_service_vllm_ascend_version) or the release the vllm_service role derives from the image tag or the
-        pip packages.
-      - Not set, the C(versions) check warns that the fit is unknown.
+      - The vllm-ascend release the service runs, such as V(0.13.0) (a leading V(v) is ignored).
+      - Default the release recorded on the host; when neither says, the C(versions) check warns that the fit is
+        unknown.
     type: str
   compat_waiver:
     description:
@@ -94,7 +111,8 @@ options:
         waiver waives nothing.
     type: dict
   root:
-    description: Root of the file system the version files and the persisted tuning files are read under (tests).
+    description: Root of the file system the version files, the deployment record and the persisted tuning files are
+      read under (tests).
     type: path
     default: /
   proc_path:
@@ -110,15 +128,18 @@ options:
     type: path
     default: /sys/fs/cgroup
   sysctl_file:
-    description: The sysctl.d file of the os_tuning role (C(os_tuning_sysctl_file)); absent is no error.
+    description: The sysctl.d file of the os_tuning role (C(os_tuning_sysctl_file)); absent is no error. Only a C(.conf)
+      file directly in a sysctl.d directory (see the description).
     type: path
     default: /etc/sysctl.d/90-kunpeng-ascend-vllm.conf
   tmpfiles_file:
-    description: The tmpfiles.d file of the os_tuning role (C(os_tuning_tmpfiles_file)); absent is no error.
+    description: The tmpfiles.d file of the os_tuning role (C(os_tuning_tmpfiles_file)); absent is no error. Only a
+      C(.conf) file directly in a tmpfiles.d directory (see the description).
     type: path
     default: /etc/tmpfiles.d/90-kunpeng-ascend-vllm.conf
   expected_sysctl:
-    description: "Expected sysctl values, C({key: value}) with dotted keys; they win over the persisted file."
+    description: "Expected sysctl values, C({key: value}) with sysctl names as keys (words joined by dots); they win
+      over the persisted file."
     type: dict
     default: {}
   expected_sys:
@@ -145,6 +166,10 @@ options:
     description: Check the NPU NICs with hccn_tool (multi-node services).
     type: bool
     default: false
+  tls_warn_days:
+    description: A NIC's TLS certificate or CRL that expires within this many days warns (C(network) check).
+    type: int
+    default: 30
   network_devices:
     description: The device ids to give C(hccn_tool -i); default every chip of npu-smi (its logical ids, in table order).
     type: list
@@ -221,277 +246,34 @@ mode:
   returned: always
   type: str
   sample: container
+service:
+  description: The service checked - C(name), C(unit), C(engine) (container mode), C(vllm_ascend) and the deployment
+    C(record) read from the host (null when there is none).
+  returned: always
+  type: dict
+  sample: {name: vllm, unit: vllm.service, engine: null, vllm_ascend: 0.13.0, record: null}
 """
 
-import glob
-import os
+import time
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils import _doctor
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._ascend_files import (
-    RootFS,
-    read_cann_install_record,
-    read_driver,
-    read_firmware,
-    read_install_record,
-    read_toolkit,
-)
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils import _doctor, _doctor_host
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._command import CommandRunner, locate_executable
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._hccn_tool import parse_status
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._npu_smi import (
-    NPU_SMI_FALLBACK_PATHS,
-    NpuSmiFailure,
-    parse_npu_smi_key_values,
-    read_npu_smi_info,
-)
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._npu_smi import NPU_SMI_FALLBACK_PATHS
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._warnings import WarningCap
 
-HCCN_TOOL_FALLBACK_PATHS = ('/usr/local/Ascend/driver/tools/hccn_tool',)
-# The host's process table, for the parents of the processes holding NPUs (tests replace it).
-PROC = '/proc'
-UNIT_PROPERTIES = 'Id,LoadState,ActiveState,SubState,NRestarts,Result,MainPID,ControlGroup'
-ENGINE_UNITS = {'docker': 'docker.service', 'containerd': 'containerd.service'}
-
-
-def _read(path):
-    """A small text file's content, None when it cannot be read."""
-    try:
-        with open(path, 'rb') as handle:
-            return handle.read(1 << 20).decode('utf-8', 'replace')
-    except (IOError, OSError):
-        return None
-
-
-def _describe(result):
-    lines = [line.strip() for line in (result.stderr + '\n' + result.stdout).splitlines() if line.strip()]
-    if result.timed_out:
-        return 'timed out'
-    return 'rc=%s: %s' % (result.rc, lines[0] if lines else 'no output')
-
-
-class Doctor:
-    """Collects the observations of one node and turns them into findings through _doctor."""
-
-    def __init__(self, module):
-        self.module = module
-        self.params = module.params
-        self.runner = CommandRunner(module, self.params['timeout'])
-        self.warnings = WarningCap()
-        self.unit = '%s.service' % self.params['service_name']
-
-    def tool(self, name, option, fallbacks=()):
-        try:
-            return locate_executable(self.module, name, self.params[option], option, fallbacks)
-        except ValueError as error:
-            self.warnings(str(error))
-            return None
-
-    # ---------------------------------------------------------------------------------------------- observations
-
-    def versions(self):
-        fs = RootFS(self.params['root'])
-        record = read_install_record(fs, self.warnings)
-        driver = read_driver(fs, record, self.warnings)
-        firmware = read_firmware(fs, record, self.warnings)
-        toolkit = read_toolkit(fs, read_cann_install_record(fs, self.warnings), self.warnings)
-        release = self.params['vllm_ascend_version']
-        return dict(driver=(driver or {}).get('version'), firmware=(firmware or {}).get('version'),
-                    cann=(toolkit or {}).get('version'), vllm_ascend=release[1:] if release and release[0] in 'vV' else release,
-                    waiver=self.params['compat_waiver'])
-
-    def npu_smi(self):
-        """(info, error, error codes by NPU)."""
-        npu_smi = self.tool('npu-smi', 'npu_smi_path', NPU_SMI_FALLBACK_PATHS)
-        if not npu_smi:
-            return None, 'npu-smi was not found (neither in PATH nor as %s)' % ' or '.join(NPU_SMI_FALLBACK_PATHS), {}
-
-        def run(args):
-            return self.runner.run([npu_smi] + args)
-
-        try:
-            info = read_npu_smi_info(run, self.warnings)
-        except NpuSmiFailure as failure:
-            return None, failure.msg, {}
-        codes = {}
-        for npu_id in sorted(set(chip['npu_id'] for chip in info['chips'] if chip.get('health') != 'OK'
-                                 and chip.get('npu_id') is not None)):
-            result = run(['info', '-t', 'health', '-i', str(npu_id)])
-            if result.rc == 0:
-                codes[npu_id] = _doctor.health_error_codes(parse_npu_smi_key_values(result.stdout))
-        return info, None, codes
-
-    def units(self, engine_unit):
-        """({unit: properties}, error) of the service's unit and the engine's."""
-        systemctl = self.module.get_bin_path('systemctl')
-        if not systemctl:
-            return {}, 'systemctl was not found: is this a systemd host?'
-        units = [self.unit] + ([engine_unit] if engine_unit else [])
-        result = self.runner.run([systemctl, 'show', '--property=' + UNIT_PROPERTIES] + units)
-        if result.rc != 0:
-            return {}, 'systemctl show failed (%s)' % _describe(result)
-        blocks = _doctor.parse_systemctl_show(result.stdout)
-        return dict(zip(units, blocks)), None
-
-    def cgroup_pids(self, control_group):
-        """The PIDs of the control group and its children, cgroup v2 (unified) or v1 (the systemd hierarchy)."""
-        pids = set()
-        if not control_group:
-            return pids
-        top = self.params['cgroup_path']
-        for base in (top, os.path.join(top, 'unified'), os.path.join(top, 'systemd'), os.path.join(top, 'pids')):
-            directory = os.path.join(base, control_group.lstrip('/'))
-            for dirpath, _dirs, files in os.walk(directory):
-                if 'cgroup.procs' in files:
-                    text = _read(os.path.join(dirpath, 'cgroup.procs')) or ''
-                    pids.update(int(word) for word in text.split() if word.isdigit())
-            if pids:
-                break
-        return pids
-
-    def container_pid(self, engine):
-        name = self.params['container_name'] or 'vllm-%s' % self.params['service_name']
-        program = self.module.get_bin_path(engine if engine != 'containerd' else 'nerdctl')
-        if not program:
-            return None
-        result = self.runner.run([program, 'inspect', '--format', '{{.State.Pid}}', name])
-        text = result.stdout.strip()
-        return int(text) if result.rc == 0 and text.isdigit() and int(text) > 0 else None
-
-    @staticmethod
-    def ancestors(pid, limit=64):
-        """The parent, grandparent, ... of ``pid`` from PROC/<pid>/stat (up to init)."""
-        chain = []
-        while len(chain) < limit:
-            stat = _read(os.path.join(PROC, str(pid), 'stat'))
-            if not stat or ')' not in stat:
-                break
-            fields = stat.rsplit(')', 1)[1].split()
-            try:
-                pid = int(fields[1])
-            except (IndexError, ValueError):
-                break
-            if pid <= 1:
-                break
-            chain.append(pid)
-        return chain
-
-    def tuning(self):
-        root = RootFS(self.params['root'])
-        sysctl_text = root.read(self.params['sysctl_file'], self.warnings) if root.exists(self.params['sysctl_file']) else None
-        tmpfiles_text = (root.read(self.params['tmpfiles_file'], self.warnings)
-                         if root.exists(self.params['tmpfiles_file']) else None)
-        persisted_sysctl = _doctor.parse_sysctl_conf(sysctl_text) if sysctl_text is not None else None
-        persisted_sys = _doctor.parse_tmpfiles_writes(tmpfiles_text) if tmpfiles_text is not None else None
-        expected_sysctl = dict((key, str(value)) for key, value in self.params['expected_sysctl'].items())
-        expected_sys = dict((key, str(value)) for key, value in self.params['expected_sys'].items())
-        live = {'sysctl': {}, 'sys': {}}
-        proc = self.params['proc_path']
-        for key in set(persisted_sysctl or {}) | set(expected_sysctl):
-            text = _read(os.path.join(proc, 'sys', key.replace('.', '/')))
-            live['sysctl'][key] = ' '.join(text.split()) if text is not None else None
-        sysfs = self.params['sysfs_path']
-        for path in set(persisted_sys or {}) | set(expected_sys):
-            relative = path[len('/sys/'):] if path.startswith('/sys/') else path.lstrip('/')
-            for found in sorted(glob.glob(os.path.join(sysfs, relative))):
-                text = _read(found)
-                if text is not None:
-                    live['sys'][os.path.relpath(found, sysfs)] = _doctor.sysfs_value(text)
-        meminfo = _doctor.parse_meminfo(_read(os.path.join(proc, 'meminfo')))
-        return _doctor.tuning_drift(live, persisted_sysctl, persisted_sys, expected_sysctl, expected_sys, meminfo,
-                                    {'sysctl': self.params['sysctl_file'], 'tmpfiles': self.params['tmpfiles_file']})
-
-    def journal(self):
-        since = self.params['journal_since']
-        journalctl = self.module.get_bin_path('journalctl')
-        if not journalctl:
-            return _doctor.scan_journal([], self.unit, since, error='journalctl was not found')
-        result = self.runner.run([journalctl, '-u', self.unit, '--since', since, '-o', 'cat', '--no-pager', '-q',
-                                  '-n', str(self.params['journal_lines'])])
-        if result.rc != 0:
-            return _doctor.scan_journal([], self.unit, since, error='journalctl failed (%s)' % _describe(result))
-        return _doctor.scan_journal(result.stdout.splitlines(), self.unit, since)
-
-    def network(self, info):
-        if not self.params['check_network']:
-            return _doctor.check_network(False, {})
-        hccn_tool = self.tool('hccn_tool', 'hccn_tool_path', HCCN_TOOL_FALLBACK_PATHS)
-        if not hccn_tool:
-            return _doctor.check_network(True, {}, error='hccn_tool was not found (neither in PATH nor as %s)'
-                                         % ' or '.join(HCCN_TOOL_FALLBACK_PATHS))
-        devices = self.params['network_devices']
-        if devices is None:
-            if info is None:
-                return _doctor.check_network(True, {}, error='npu-smi did not list the NPUs; set doctor_network_devices')
-            devices = list(range(len(info['chips'])))
-        states = {}
-        for device in devices:
-            state = {}
-            for option, key, label in (('-net_health', 'net_health', 'net health'), ('-link', 'link', 'link')):
-                result = self.runner.run([hccn_tool, '-i', str(device), option, '-g'])
-                if result.rc != 0:
-                    state['error'] = 'hccn_tool -i %s %s -g failed (%s)' % (device, option, _describe(result))
-                state[key] = parse_status(result.stdout, label) if result.rc == 0 else None
-            states[str(device)] = state
-        return _doctor.check_network(True, states)
-
-    # ---------------------------------------------------------------------------------------------- the run
-
-    def run(self):
-        findings = []
-        versions = self.versions()
-        info, npu_error, codes = self.npu_smi()
-        mode = self.params['service_mode']
-        if mode == 'auto':
-            mode = 'container' if info and info['chips'] else 'native'
-        versions['mode'] = mode
-        cpu_host = info is None and npu_error.startswith('npu-smi was not found') and not versions['driver'] \
-            and mode == 'native'
-        if not cpu_host:
-            findings.append(_doctor.check_versions(**versions))
-        engine = self.params['container_engine']
-        engine_unit = ENGINE_UNITS.get(engine) if mode == 'container' else None
-        units, unit_error = self.units(engine_unit)
-        service = units.get(self.unit, {})
-        if cpu_host:
-            findings.extend(_doctor.cpu_host())
-        elif info is None:
-            findings.extend(_doctor.npu_smi_unavailable(npu_error))
-        else:
-            findings.append(_doctor.check_npu_health(info, codes))
-            findings.append(_doctor.check_npu_memory(info, self.params['hbm_warn_percent']))
-            findings.append(_doctor.check_npu_temperature(info, self.params['temperature_warn_c']))
-            pids = _doctor.service_pids_from(service, self.cgroup_pids(service.get('ControlGroup')))
-            if mode == 'container' and info['processes'] and engine != 'containerd':
-                container = self.container_pid(engine)
-                if container:
-                    pids.add(container)
-            lineage = dict((process['pid'], self.ancestors(process['pid'])) for process in info['processes']
-                           if process.get('pid') is not None and process['pid'] not in pids)
-            findings.append(_doctor.check_npu_processes(info['processes'], pids, lineage, self.unit))
-        findings.append(self.tuning())
-        if mode == 'container':
-            if engine == 'podman':
-                findings.append(_doctor.check_container_runtime(mode, engine, found=bool(self.module.get_bin_path('podman'))))
-            else:
-                engine_props = units.get(engine_unit, {})
-                findings.append(_doctor.check_container_runtime(
-                    mode, engine, engine_props, found=engine_props.get('LoadState') != 'not-found' and not unit_error))
-        else:
-            findings.append(_doctor.check_container_runtime(mode, engine))
-        findings.append(_doctor.check_service(self.unit, service, unit_error))
-        findings.append(self.journal())
-        findings.append(self.network(info))
-        findings = _doctor.order(findings)
-        return dict(changed=False, status=_doctor.overall(findings), findings=findings, mode=mode)
+# The tools whose path an option may give, and where else they are looked for.
+TOOLS = {'npu-smi': ('npu_smi_path', NPU_SMI_FALLBACK_PATHS),
+         'hccn_tool': ('hccn_tool_path', _doctor_host.HCCN_TOOL_FALLBACK_PATHS)}
 
 
 def main():
     module = AnsibleModule(
         argument_spec=dict(
-            service_name=dict(type='str', default='vllm'),
-            service_mode=dict(type='str', default='auto', choices=['auto', 'native', 'container']),
-            container_engine=dict(type='str', default='docker', choices=['docker', 'podman', 'containerd']),
+            service_name=dict(type='str'),
+            service_mode=dict(type='str', choices=['auto', 'native', 'container']),
+            container_engine=dict(type='str', choices=['docker', 'podman', 'containerd']),
             container_name=dict(type='str'),
             vllm_ascend_version=dict(type='str'),
             compat_waiver=dict(type='dict'),
@@ -509,6 +291,7 @@ def main():
             journal_lines=dict(type='int', default=5000),
             check_network=dict(type='bool', default=False),
             network_devices=dict(type='list', elements='int'),
+            tls_warn_days=dict(type='int', default=30),
             npu_smi_path=dict(type='path'),
             hccn_tool_path=dict(type='path'),
             timeout=dict(type='int', default=30),
@@ -516,11 +299,28 @@ def main():
         # Only reads, so check mode runs every check.
         supports_check_mode=True,
     )
-    if module.params['journal_lines'] < 1:
-        module.fail_json(msg='journal_lines must be 1 or more, not %d' % module.params['journal_lines'])
-    doctor = Doctor(module)
-    result = doctor.run()
-    doctor.warnings.emit(module.warn)
+    params = module.params
+    problems = _doctor.check_inputs(params)
+    if problems:
+        module.fail_json(msg='; '.join(problems))
+    warnings = WarningCap()
+    runner = CommandRunner(module, params['timeout'])
+
+    def find(name):
+        option, fallbacks = TOOLS.get(name, (None, ()))
+        try:
+            return locate_executable(module, name, params[option] if option else None, option, fallbacks)
+        except ValueError as error:
+            warnings(str(error))
+            return None
+
+    reader = _doctor_host.HostReader(runner.run, find, params['root'], params['proc_path'], params['sysfs_path'],
+                                     params['cgroup_path'], warnings)
+    try:
+        result = _doctor_host.diagnose(reader, params, time.time())
+    except ValueError as error:
+        module.fail_json(msg=str(error))
+    warnings.emit(module.warn)
     module.exit_json(**result)
 
 

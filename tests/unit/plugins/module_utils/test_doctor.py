@@ -13,7 +13,8 @@ import datetime
 import pytest
 
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils import _doctor, _failure_catalogue
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._hccn_tool import parse_status
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._hccn_tool import parse_status, parse_tls, tls_expiry
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._systemd import parse_show
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._npu_smi import (
     parse_npu_smi_info,
     parse_npu_smi_key_values,
@@ -206,16 +207,17 @@ SHOW = ('Id=vllm.service\nLoadState=loaded\nActiveState=active\nSubState=running
 
 
 def test_systemctl_show_blocks():
-    service, engine = _doctor.parse_systemctl_show(SHOW)
-    assert (service['MainPID'], engine['ActiveState']) == ('4242', 'failed')
+    # The collection's one parser (_systemd): MainPID and NRestarts come as numbers.
+    service, engine = parse_show(SHOW)
+    assert (service['MainPID'], engine['ActiveState']) == (4242, 'failed')
     assert _doctor.service_pids_from(service, {7, 8}) == {7, 8, 4242}
     assert _doctor.service_pids_from(engine, set()) == set()
 
 
 def test_service_ok_warn_and_fail():
-    service = _doctor.parse_systemctl_show(SHOW)[0]
+    service = parse_show(SHOW)[0]
     assert _doctor.check_service('vllm.service', service)['status'] == 'ok'
-    restarted = _doctor.check_service('vllm.service', dict(service, NRestarts='3'))
+    restarted = _doctor.check_service('vllm.service', dict(service, NRestarts=3))
     assert restarted['status'] == 'warn'
     down = _doctor.check_service('vllm.service', dict(service, ActiveState='failed', SubState='failed', Result='exit-code'))
     assert (down['status'], down['summary']) == ('fail', 'vllm.service is not running: failed (failed), result exit-code, 0 restart(s)')
@@ -225,7 +227,7 @@ def test_service_ok_warn_and_fail():
 
 
 def test_container_runtime():
-    engine = _doctor.parse_systemctl_show(SHOW)[1]
+    engine = parse_show(SHOW)[1]
     assert _doctor.check_container_runtime('native', 'docker')['status'] == 'skipped'
     down = _doctor.check_container_runtime('container', 'docker', engine)
     assert down['status'] == 'fail' and 'systemctl enable --now docker.service' in down['fix']
@@ -322,3 +324,99 @@ def test_network_skipped_ok_and_fail():
     assert (bad['status'], bad['summary']) == ('fail', '1 of 2 NPU NICs are not healthy: device 1: net health Init, link DOWN')
     assert 'hccn_tool -i 1 -link -g' in bad['fix']
     assert _doctor.check_network(True, {}, error='hccn_tool was not found')['status'] == 'fail'
+
+
+TLS_DOC = 'hccn_tool-tls-g_dev0_pub-ca1-ca2-crl_crl-near-expiration_hccn-doc.txt'
+TLS_EXPIRED = 'hccn_tool-tls-g_dev3_tls-on_pub-and-crl-expired_BUILT-from-documented-format.txt'
+# 2026-02-20T00:00:00Z: ten days before the documented CRL's end.
+FEB_20_2026 = 1771545600
+
+
+def nic(tls_fixture=None, warn_days=30, now=FEB_20_2026):
+    parsed = parse_tls(load_fixture(tls_fixture)) if tls_fixture else None
+    tls = {'enabled': parsed['enabled'], 'certificates': tls_expiry(parsed, now, warn_days)} if parsed else None
+    return {'net_health': 'Success', 'link': 'UP', 'tls': tls}
+
+
+def test_network_warns_on_a_crl_near_its_end_and_names_the_fix():
+    result = _doctor.check_network(True, {'0': nic(TLS_DOC), '1': nic()}, tls_warn_days=30)
+    assert (result['status'], result['summary']) == (
+        'warn', 'NPU NIC TLS certificates or CRLs expire within 30 days: device 0: crl expires in 10 day(s) '
+                '(Mon Mar  2 03:10:27 2026 GMT)')
+    assert 'hccn_tool -i 0 -tls -s path DIR' in result['fix'] and 'crl crl.pem' in result['fix']
+    # Past the threshold (but inside hccn_tool's own 60 days, which it says as "near expiration"): still a warning.
+    assert _doctor.check_network(True, {'0': nic(TLS_DOC, warn_days=5)}, tls_warn_days=5)['status'] == 'warn'
+    # A NIC without a TLS answer (an older driver) has no certificate to judge.
+    assert _doctor.check_network(True, {'0': nic()}, tls_warn_days=30)['status'] == 'ok'
+
+
+def test_network_fails_on_an_expired_certificate_while_tls_is_on():
+    result = _doctor.check_network(True, {'3': nic(TLS_EXPIRED)}, tls_warn_days=30)
+    assert (result['status'], result['summary']) == (
+        'fail', '1 of 1 NPU NICs are not healthy: device 3: pub cert expired on Thu Jan  2 08:00:00 2025 GMT, '
+                'crl expired on Wed Feb  5 08:00:00 2025 GMT')
+    assert '-tls -s path DIR' in result['fix']
+    # The same certificates with TLS off: HCCL does not use them now, so a warning.
+    off = nic(TLS_EXPIRED)
+    off['tls']['enabled'] = False
+    warned = _doctor.check_network(True, {'3': off}, tls_warn_days=30)
+    assert warned['status'] == 'warn' and 'TLS is off' in warned['summary']
+
+
+# --- inputs --------------------------------------------------------------------------------------------------------
+
+GOOD_INPUTS = {'service_name': None, 'service_mode': None, 'container_engine': None, 'vllm_ascend_version': None,
+               'sysctl_file': '/etc/sysctl.d/90-kunpeng-ascend-vllm.conf',
+               'tmpfiles_file': '/etc/tmpfiles.d/90-kunpeng-ascend-vllm.conf', 'proc_path': '/proc', 'sysfs_path': '/sys',
+               'expected_sysctl': {'vm.nr_hugepages': 1024}, 'expected_sys': {'kernel/mm/transparent_hugepage/enabled': 'never',
+                                                                           '/sys/devices/system/cpu/cpu*/cpufreq/scaling_governor': 'performance'},
+               'journal_since': '1 hour ago', 'journal_lines': 5000, 'timeout': 30, 'temperature_warn_c': 85,
+               'hbm_warn_percent': 97.0, 'tls_warn_days': 30, 'network_devices': None}
+
+
+def test_good_inputs_have_no_problem():
+    assert _doctor.check_inputs(GOOD_INPUTS) == []
+    assert _doctor.check_inputs(dict(GOOD_INPUTS, service_name='vllm-a.service', network_devices=[0, '1'],
+                                     journal_lines='200', sysctl_file='/usr/lib/sysctl.d/50-x.conf')) == []
+
+
+@pytest.mark.parametrize('name', ['-H x', '--all', 'a;b', 'a/b', '', '.hidden', 'a b', 'x' * 300])
+def test_service_names_that_systemctl_would_misread_are_refused(name):
+    problems = _doctor.check_inputs(dict(GOOD_INPUTS, service_name=name), 'doctor_')
+    assert len(problems) == 1 and 'doctor_service_name' in problems[0]
+
+
+@pytest.mark.parametrize('key', ['../../etc/shadow', 'vm/swappiness', '.vm.swappiness', 'vm..swappiness', '/proc/sys/vm/x',
+                                 'vm.swappiness\n', ''])
+def test_sysctl_keys_must_be_names(key):
+    problems = _doctor.check_inputs(dict(GOOD_INPUTS, expected_sysctl={key: 1}), 'doctor_')
+    assert problems == ['a key of doctor_expected_sysctl must be a sysctl name such as vm.swappiness (words of letters, '
+                        'digits, _ and - joined by dots); got %s' % _doctor._show(key)]
+
+
+@pytest.mark.parametrize('key', ['../../etc/shadow', 'kernel/../../etc/shadow', '/etc/shadow', '/sys/../etc/passwd',
+                                 'kernel/./mm', 'kernel//mm', '/sys/', 'kernel/mm x'])
+def test_sys_keys_must_stay_under_sys(key):
+    problems = _doctor.check_inputs(dict(GOOD_INPUTS, expected_sys={key: 'x'}))
+    assert len(problems) == 1 and problems[0].startswith('a key of expected_sys must be a path under /sys')
+
+
+@pytest.mark.parametrize('path', ['/etc/shadow', '/etc/sysctl.d/../shadow', '/etc/sysctl.d/sub/x.conf', 'etc/sysctl.d/x.conf',
+                                  '/etc/sysctl.d/x', '/etc/sysctl.d/.conf', '/tmp/90-x.conf', '/etc/sysctl.d//x.conf'])
+def test_persisted_files_only_in_their_directories(path):
+    for key in ('sysctl_file', 'tmpfiles_file'):
+        problems = _doctor.check_inputs(dict(GOOD_INPUTS, **{key: path.replace('sysctl.d', 'tmpfiles.d')
+                                                           if key == 'tmpfiles_file' else path}), 'doctor_')
+        assert len(problems) == 1 and problems[0].startswith('doctor_%s must be a .conf file directly in /etc/' % key)
+
+
+@pytest.mark.parametrize('key, value, named', [
+    ('service_mode', 'docker', 'service_mode'), ('container_engine', 'lxc', 'container_engine'),
+    ('vllm_ascend_version', '-v', 'vllm_ascend_version'), ('journal_lines', 0, 'journal_lines'),
+    ('journal_since', '--all', 'journal_since'), ('timeout', -1, 'timeout'), ('tls_warn_days', 'x', 'tls_warn_days'),
+    ('hbm_warn_percent', 150, 'hbm_warn_percent'), ('network_devices', [-1], 'network_devices'),
+    ('proc_path', 'proc', 'proc_path'), ('container_name', '--privileged', 'container_name'),
+    ('expected_sys', {'kernel/mm/x': [1]}, 'expected_sys["kernel/mm/x"]'), ('expected_sysctl', 'vm.x=1', 'expected_sysctl')])
+def test_each_bad_input_names_its_variable(key, value, named):
+    problems = _doctor.check_inputs(dict(GOOD_INPUTS, **{key: value}), 'doctor_')
+    assert len(problems) == 1 and problems[0].startswith(('doctor_' + named, 'a key of doctor_' + named)), problems

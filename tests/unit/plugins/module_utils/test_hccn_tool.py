@@ -24,6 +24,8 @@ PING_GT = 'hccn_tool-i3-ping-g_10.20.11.16.txt'
 OUT_OF_RANGE = 'hccn_tool_ip-set_errors_310_device-id-out-of-range.txt'
 CONF_MINIMAL = 'hccn.conf_8npu_address-netmask-only.txt'
 CONF_910B1 = 'hccn.conf_910B1_8npu_elided.txt'
+TLS_DOC = 'hccn_tool-tls-g_dev0_pub-ca1-ca2-crl_crl-near-expiration_hccn-doc.txt'
+TLS_EXPIRED = 'hccn_tool-tls-g_dev3_tls-on_pub-and-crl-expired_BUILT-from-documented-format.txt'
 
 # Answers as printed in public Ascend documents (no captured sample of these in tests/fixtures yet):
 # -gateway -g and -netdetect -g from multi-node deployment guides, -link -g / -net_health -g from MindCluster's
@@ -134,9 +136,66 @@ def test_status_missing_or_other_text_is_a_warning():
 
 def test_tls_off_with_its_certificate_blocks():
     warn = Warnings()
-    assert H.parse_tls(TLS, warn) == {'enabled': False, 'alarm_days': 60, 'certificates': ['pub cert', 'ca1 cert']}
+    parsed = H.parse_tls(TLS, warn)
+    assert (parsed['enabled'], parsed['preconfigured'], parsed['alarm_days']) == (False, None, 60)
+    assert [(cert['name'], cert['issuer'], cert['end'], cert['status']) for cert in parsed['certificates']] == [
+        ('pub cert', '/C=CN/ST=GD/O=HUAWEI/OU=2012/CN=2_1thCA', 'Sat Feb 16 03:19:21 2030 GMT', None),
+        ('ca1 cert', '/C=CN/ST=GD/L=SZ/O=HUAWEI/CN=1thCA', 'Sat Feb 16 03:19:07 2030 GMT', None)]
+    assert parsed['certificates'][0]['end_epoch'] == 1897442361  # 2030-02-16T03:19:21Z
     assert warn == []
     assert H.parse_tls(TLS.replace('switch[0]', 'switch[1]'))['enabled'] is True
+
+
+# 2026-02-20T00:00:00Z: ten days before the documented CRL's end (Mon Mar  2 03:10:27 2026 GMT).
+FEB_20_2026 = 1771545600
+
+
+def test_tls_expiry_lines_of_the_manual_are_read_not_warned_about():
+    warn = Warnings()
+    parsed = H.parse_tls(load_fixture(TLS_DOC), warn)
+    assert warn == []
+    assert (parsed['enabled'], parsed['preconfigured'], parsed['alarm_days']) == (False, False, 60)
+    assert [(cert['name'], cert['subject'], cert['status']) for cert in parsed['certificates']] == [
+        ('pub cert', '/C=CN/O=xxx/CN=www.xxx.com', 'normal'), ('ca1 cert', '/C=CN/O=xxx/CN=xxx RSA CA', 'normal'),
+        ('ca2 cert', '/C=CN/O=xxx/CN=xxx RSA PSS Sub CA', 'normal'), ('crl', None, 'near expiration')]
+    states = H.tls_expiry(parsed, FEB_20_2026, 30)
+    assert [(state['name'], state['days_left'], state['state']) for state in states] == [
+        ('pub cert', 9980, 'ok'), ('ca1 cert', 10940, 'ok'), ('ca2 cert', 29980, 'ok'), ('crl', 10, 'expiring')]
+    # The threshold decides for the doctor; hccn_tool's own "near expiration" (its 60 days) counts too.
+    assert H.tls_expiry(parsed, FEB_20_2026, 5)[3]['state'] == 'expiring'
+    after = H.tls_expiry(parsed, H.cert_time('Mon Mar  2 03:10:27 2026 GMT'), 30)
+    assert (after[3]['days_left'], after[3]['state']) == (0, 'expired')
+
+
+def test_tls_expired_certificates_of_the_source_format():
+    warn = Warnings()
+    parsed = H.parse_tls(load_fixture(TLS_EXPIRED), warn)
+    assert warn == []
+    assert parsed['enabled'] is True
+    states = H.tls_expiry(parsed, FEB_20_2026, 30)
+    assert [(state['name'], state['state']) for state in states] == [
+        ('pub cert', 'expired'), ('ca1 cert', 'ok'), ('crl', 'expired')]
+    assert states[0]['days_left'] == -414  # 413 days and 16 hours ago, floored
+    # hccn_tool's status wins over a clock that is behind: expired by its word even before the end time here.
+    assert H.tls_expiry(parsed, H.cert_time('Mon Jan  1 00:00:00 2024 GMT'), 30)[0]['state'] == 'expired'
+
+
+@pytest.mark.parametrize('end', ['Feb 30 03:19:21 2030 GMT', 'Sat Foo 16 03:19:21 2030 GMT', '2030-02-16', '',
+                                 'Sat Feb 16 25:19:21 2030 GMT'])
+def test_tls_end_time_not_understood_is_a_warning_and_unknown(end):
+    warn = Warnings()
+    parsed = H.parse_tls('dev_id:0, tls switch[1](0:disable, 1:enable)\ndev_id:0, [pub cert] info:\n'
+                         '  end_time[%s]\n' % end, warn)
+    assert parsed['certificates'][0]['end_epoch'] is None
+    assert any('end time of pub cert' in message for message in warn)
+    assert H.tls_expiry(parsed, FEB_20_2026, 30)[0]['state'] == 'unknown'
+
+
+def test_tls_other_lines_in_a_block_are_still_not_understood():
+    warn = Warnings()
+    H.parse_tls('dev_id:0, tls switch[1](0:disable, 1:enable)\ndev_id:0, [pub cert] info:\n  serial[0x1f]\n'
+                '  tls expiration status[7](0:normal)\n', warn)
+    assert len([message for message in warn if 'not understood' in message]) == 2
 
 
 def test_tls_without_a_switch_line_is_unknown_with_a_warning():

@@ -9,10 +9,12 @@ scratch root, /proc and cgroup trees."""
 
 from __future__ import annotations
 
+import json
 import os
 
 import pytest
 
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils import _doctor, _doctor_host
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._npu_smi import parse_npu_smi_info
 from ansible_collections.kunpeng_ascend.vllm.plugins.modules import ascend_doctor
 from ansible_collections.kunpeng_ascend.vllm.tests.helpers import (
@@ -31,8 +33,9 @@ DOCKER = '/usr/bin/docker'
 IDLE_910B4 = 'npu-smi-info_910A-as-910B_24.1.0_8npu_noproc_deepseek-doc.txt'
 BUSY_910B3 = 'npu-smi-info_910B3_25.0.rc1.b010_8npu_8procs_busy.txt'
 ALARM_950 = 'npu-smi-info_Ascend950PR_25.7.rc1_3npu_Alarm-health_procs.txt'
-SHOW = ('systemctl', 'show', '--property=' + ascend_doctor.UNIT_PROPERTIES)
-JOURNAL = ('journalctl', '-u', 'vllm.service', '--since', '1 hour ago', '-o', 'cat', '--no-pager', '-q', '-n', '5000')
+TLS_DOC = 'hccn_tool-tls-g_dev0_pub-ca1-ca2-crl_crl-near-expiration_hccn-doc.txt'
+SHOW = ('systemctl', 'show', '--property=' + ','.join(_doctor_host.UNIT_PROPERTIES), '--')
+JOURNAL = ('journalctl', '--unit=vllm.service', '--since', '1 hour ago', '-o', 'cat', '--no-pager', '-q', '-n', '5000')
 ACTIVE = ('Id=vllm.service\nLoadState=loaded\nActiveState=active\nSubState=running\nNRestarts=0\nResult=success\n'
           'MainPID=4242\nControlGroup=/system.slice/vllm.service\n')
 DOCKER_ACTIVE = ('Id=docker.service\nLoadState=loaded\nActiveState=active\nSubState=running\nNRestarts=0\n'
@@ -63,14 +66,16 @@ def host(fake_host, tmp_path, monkeypatch):
     fake_host.answers[(NPU_SMI, 'info')] = (0, load_fixture(IDLE_910B4), '')
     fake_host.answers[(SYSTEMCTL,) + SHOW[1:] + ('vllm.service',)] = (0, ACTIVE, '')
     fake_host.answers[(JOURNALCTL,) + JOURNAL[1:]] = (0, 'INFO: started\nINFO: 200 OK\n', '')
-    monkeypatch.setattr(ascend_doctor, 'PROC', str(tmp_path / 'host-proc'))
+    monkeypatch.setattr(_doctor_host, 'PROC', str(tmp_path / 'host-proc'))
     return fake_host
 
 
 def run_module(host, args=None, outcome=ExitJson):
     base = {'root': host.root, 'proc_path': host.proc, 'sysfs_path': host.sysfs, 'cgroup_path': host.cgroup,
             'service_mode': 'native', 'vllm_ascend_version': 'v0.7.3'}
-    return run_main(ascend_doctor.main, dict(base, **(args or {})), outcome)
+    # An argument given as None is one left out (the role omits its null variables).
+    merged = dict(base, **(args or {}))
+    return run_main(ascend_doctor.main, dict((key, value) for key, value in merged.items() if value is not None), outcome)
 
 
 def statuses(result):
@@ -84,7 +89,7 @@ def test_a_healthy_node(host):
     assert statuses(result) == {'versions': 'ok', 'npu_health': 'ok', 'npu_memory': 'ok', 'npu_temperature': 'ok',
                                 'npu_processes': 'ok', 'tuning': 'ok', 'container_runtime': 'skipped', 'service': 'ok',
                                 'journal': 'ok', 'network': 'skipped'}
-    assert [item['check'] for item in result['findings']] == list(ascend_doctor._doctor.CHECKS)
+    assert [item['check'] for item in result['findings']] == list(_doctor.CHECKS)
     # Every command under the time limit, each tool once.
     assert all(argv[0] == TIMEOUT for argv in host.commands())
     assert [argv[3] for argv in host.commands()] == [NPU_SMI, SYSTEMCTL, JOURNALCTL]
@@ -191,6 +196,8 @@ def test_network_per_device(host):
     for device in range(8):
         host.answers[(HCCN_TOOL, '-i', str(device), '-net_health', '-g')] = (0, 'net health status: Success\n', '')
         host.answers[(HCCN_TOOL, '-i', str(device), '-link', '-g')] = (0, 'link status: %s\n' % ('DOWN' if device == 5 else 'UP'), '')
+        host.answers[(HCCN_TOOL, '-i', str(device), '-tls', '-g')] = (0, load_fixture(TLS_DOC).replace(
+            'Mon Mar  2 03:10:27 2026', 'Mon Mar  2 03:10:27 2099').replace('status[1]', 'status[0]'), '')
     result = run_module(host, {'check_network': True})
     network = result['findings'][-1]
     assert (network['status'], network['summary']) == ('fail', '1 of 8 NPU NICs are not healthy: device 5: link DOWN')
@@ -213,3 +220,41 @@ def test_cgroup_v1_layout(host, tmp_path):
                '\n'.join(str(process['pid']) for process in parse_npu_smi_info(load_fixture(BUSY_910B3))['processes']),
                under=host.cgroup)
     assert statuses(run_module(host))['npu_processes'] == 'ok'
+
+
+@pytest.mark.parametrize('args, message', [
+    ({'service_name': '-H x'}, 'the service_name \'-H x\' starts with "-", which systemd tools would read as an option'),
+    ({'service_name': 'a;b'}, "the service_name 'a;b' holds ';'"),
+    ({'expected_sysctl': {'../../etc/shadow': 1}}, 'a key of expected_sysctl must be a sysctl name'),
+    ({'expected_sys': {'../../etc/shadow': 'x'}}, 'a key of expected_sys must be a path under /sys'),
+    ({'sysctl_file': '/etc/shadow'}, 'sysctl_file must be a .conf file directly in /etc/sysctl.d'),
+])
+def test_inputs_out_of_bounds_are_refused_before_any_command(host, args, message):
+    assert message in run_module(host, args, FailJson)['msg']
+    assert host.commands() == []
+
+
+def test_the_deployment_record_says_which_service_and_release(host):
+    host.write('/etc/kunpeng-ascend-vllm/services/ds.json', json.dumps({
+        'schema': 'kunpeng_ascend.vllm/deployment/1', 'name': 'ds', 'unit': 'ds.service', 'mode': 'native',
+        'container_engine': None, 'container_name': None, 'image': None, 'vllm_ascend': '0.13.0',
+        'endpoint': 'http://127.0.0.1:8000', 'served_model_name': 'ds', 'model': '/data/ds', 'npus': [0]}))
+    host.answers[(SYSTEMCTL,) + SHOW[1:] + ('ds.service',)] = (0, ACTIVE.replace('vllm.service', 'ds.service'), '')
+    host.answers[(JOURNALCTL, '--unit=ds.service') + JOURNAL[2:]] = (0, '', '')
+    result = run_module(host, {'vllm_ascend_version': None, 'service_mode': None})
+    assert (result['service']['unit'], result['service']['vllm_ascend']) == ('ds.service', '0.13.0')
+    assert 'vllm-ascend 0.13.0 does not fit NPU driver 24.1.rc1' in result['findings'][0]['summary']
+    host.write('/etc/kunpeng-ascend-vllm/services/other.json', '{}')
+    assert 'set service_name (doctor_service_name)' in run_module(host, {'service_name': None}, FailJson)['msg']
+
+
+def test_a_sys_glob_match_that_leaves_sysfs_is_not_read(host, tmp_path):
+    outside = tmp_path / 'elsewhere'
+    outside.mkdir()
+    (outside / 'enabled').write_text('secret\n')
+    os.makedirs(os.path.join(host.sysfs, 'kernel/mm/escape'))
+    os.symlink(str(outside / 'enabled'), os.path.join(host.sysfs, 'kernel/mm/escape/enabled'))
+    result = run_module(host, {'expected_sys': {'kernel/mm/*/enabled': 'never'}})
+    tuning = [item for item in result['findings'] if item['check'] == 'tuning'][0]
+    assert 'secret' not in json.dumps(tuning)
+    assert any('outside %s' % host.sysfs in call.args[0] for call in host.warn.call_args_list)

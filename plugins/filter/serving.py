@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
 
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._deployment import record_of, record_path
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._serving import (
     PROBE_PATHS,
     check_inputs,
@@ -47,6 +48,14 @@ def vllm_ascend_release(image=None, pip_packages=None, version=None, mode='auto'
     return release_of(image, pip_packages, version, mode)
 
 
+def deployment_record(plan, model):
+    """``{'path', 'content'}``: where the deployment record of ``plan`` (vllm_service_plan) goes, and what it holds."""
+    if not isinstance(plan, dict) or not all(key in plan for key in ('name', 'unit', 'mode')):
+        raise AnsibleFilterError('deployment_record: the input must be the serving plan (vllm_service_plan)')
+    return {'path': record_path(plan['name']), 'content': record_of(plan, model)}
+
+
 class FilterModule(object):
     def filters(self):
-        return {'serving_plan': serving_plan, 'vllm_ascend_release': vllm_ascend_release}
+        return {'serving_plan': serving_plan, 'vllm_ascend_release': vllm_ascend_release,
+                'deployment_record': deployment_record}

@@ -134,6 +134,21 @@ def conf_file_problem(path, directories):
     return None
 
 
+def _texts(value):
+    """Every string in ``value`` (dict keys and values, list items), nested."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield str(key)
+            for text in _texts(item):
+                yield text
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            for text in _texts(item):
+                yield text
+
+
 def check_inputs(inputs, prefix=''):
     """The problems of the doctor's inputs (``inputs``: the options of ascend_doctor, which are the doctor role's
     variables without their ``doctor_`` prefix), each naming the variable as ``prefix`` + its name; [] when they
@@ -185,6 +200,13 @@ def check_inputs(inputs, prefix=''):
             if isinstance(value, (dict, list, bool)) or value is None or _CONTROL.search(str(value)):
                 problems.append('%s[%s] must be %s: a string or a number without control characters; got %s'
                                 % (name(key), _show(item), value_name, _show(value)))
+    waiver = inputs.get('compat_waiver')
+    # What the waiver means is the versions check's business (a void or expired one waives nothing, and says so);
+    # here only that it is a dict of text.
+    if waiver is not None and (not isinstance(waiver, dict) or any(_CONTROL.search(text) for text in _texts(waiver))):
+        problems.append('%s must be null or a waiver ({reason, expires, covers}) without control characters; got %s'
+                        % (name('compat_waiver'), 'a %s' % type(waiver).__name__ if not isinstance(waiver, dict)
+                           else 'control characters in it'))
     since = inputs.get('journal_since')
     if 'journal_since' in inputs and (not isinstance(since, str) or not since.strip() or _CONTROL.search(since)
                                       or since.startswith('-')):

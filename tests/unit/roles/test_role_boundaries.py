@@ -41,15 +41,9 @@ def _expressions(text, bare=False):
     return [_LITERAL.sub("''", part) for part in parts]
 
 
-# The crossings left, by (role, other role's variable): each goes with the change named.
-KNOWN_CROSSINGS = {
-    # The doctor's defaults follow the service's and os_tuning's inventory values; the doctor is redone with a host
-    # reader of its own (issue "Know what is wrong").
-    ('doctor', name) for name in (
-        'container_runtime_engine', 'os_tuning_sysctl_file', 'os_tuning_sysfs_path', 'os_tuning_tmpfiles_file',
-        'vllm_service_container_engine', 'vllm_service_image', 'vllm_service_mode', 'vllm_service_name',
-        'vllm_service_pip_packages', 'vllm_service_vllm_ascend_version')
-}
+# The crossings left, by (role, other role's variable): each goes with the change named. None is left: the doctor
+# learns the service from the host's deployment record (issue "Know what is wrong").
+KNOWN_CROSSINGS = set()
 
 
 def _spec_options(roles_dir, role):

@@ -26,7 +26,7 @@ from ansible_collections.kunpeng_ascend.vllm.tests.helpers import load_fixture
 from ansible_collections.kunpeng_ascend.vllm.tests.unit.roles import role_harness
 from ansible_collections.kunpeng_ascend.vllm.tests.unit.roles.role_harness import REPO
 ROLES = ('os_tuning', 'npu_driver', 'cann', 'package_fetch', 'container_runtime', 'vllm_service', 'vllm_cluster', 'npu_network',
-         'vllm_benchmark')
+         'vllm_benchmark', 'doctor')
 CONTROL_CHARACTERS = ('\n', '\r', '\t', '\x00', '\x1b', '\x7f')
 
 PACKAGES = '/root/ascend-packages/'
@@ -87,6 +87,9 @@ GOOD = {
         'vllm_cluster_ray_pip_wheelhouse': '/srv/ray-wheels',
     },
     'vllm_benchmark': {},
+    # The doctor's nullable strings (null: the host's deployment record says), given so that each meets a control character.
+    'doctor': {'doctor_service_name': 'vllm', 'doctor_service_mode': 'native', 'doctor_container_engine': 'docker',
+               'doctor_vllm_ascend_version': '0.13.0'},
 }
 # Good strings for variables that GOOD cannot hold, because they exclude another of its values; a control-character case
 # of such a variable drops that other one (the key and the key file are one or the other).
@@ -138,6 +141,18 @@ DICT_STRINGS = {
     'cann_compat_waiver': (
         lambda char: dict(WAIVER, reason=WAIVER['reason'] + char),
         lambda char: dict(WAIVER, covers={'cann' + char: '9.3.0'}),
+    ),
+    'doctor_compat_waiver': (
+        lambda char: dict(WAIVER, reason=WAIVER['reason'] + char),
+        lambda char: dict(WAIVER, covers={'vllm_ascend' + char: '0.31.0'}),
+    ),
+    'doctor_expected_sysctl': (
+        lambda char: {'vm.swappiness' + char: 0},
+        lambda char: {'vm.swappiness': '0' + char},
+    ),
+    'doctor_expected_sys': (
+        lambda char: {'kernel/mm/transparent_hugepage/enabled' + char: 'never'},
+        lambda char: {'/sys/kernel/mm/transparent_hugepage/enabled': 'never' + char},
     ),
     'cann_kernels_package': (
         lambda char: {'910b': {'path': KERNELS + char}},
@@ -492,6 +507,31 @@ CASES = {
                           'combination of the compatibility set' % WAIVER['reason'])]),
     'cann waiver with a date of another form': ('cann', {'cann_compat_waiver': dict(WAIVER, expires='31.12.2099')}, [
         WAIVER_MESSAGE % ('cann', "the waiver needs expires, the last day it holds, as YYYY-MM-DD (not '31.12.2099')")]),
+    # doctor: what it reads stays where it says, and unit names cannot be options
+    'doctor good inputs': ('doctor', {}, None),
+    'doctor the defaults, every service value from the host': ('doctor', {
+        'doctor_service_name': None, 'doctor_service_mode': None, 'doctor_container_engine': None,
+        'doctor_vllm_ascend_version': None}, None),
+    'doctor a waiver past its expiry is the versions check\'s business': ('doctor', {
+        'doctor_compat_waiver': dict(WAIVER, expires='2020-01-31')}, None),
+    'doctor a service name that is an option': ('doctor', {'doctor_service_name': '-H x'}, [
+        'the doctor_service_name \'-H x\' starts with "-", which systemd tools would read as an option']),
+    'doctor a service name with a separator': ('doctor', {'doctor_service_name': 'a;b'}, [
+        'the doctor_service_name \'a;b\' holds \';\', which systemd does not allow in a unit name (letters, digits, ":", "-",'
+        ' "_", ".", "\\" and "@" only)']),
+    'doctor a sysctl key leaving /proc/sys': ('doctor', {'doctor_expected_sysctl': {'../../etc/shadow': 1}}, [
+        'a key of doctor_expected_sysctl must be a sysctl name such as vm.swappiness (words of letters, digits, _ and -'
+        ' joined by dots); got "../../etc/shadow"']),
+    'doctor a /sys key leaving /sys': ('doctor', {'doctor_expected_sys': {'kernel/../../etc/shadow': 'x'}}, [
+        'a key of doctor_expected_sys must be a path under /sys such as kernel/mm/transparent_hugepage/enabled or'
+        ' /sys/devices/system/cpu/cpu*/cpufreq/scaling_governor (globs allowed; no .., no other absolute path);'
+        ' got "kernel/../../etc/shadow"']),
+    'doctor a sysctl file outside sysctl.d': ('doctor', {'doctor_sysctl_file': '/etc/shadow'}, [
+        'doctor_sysctl_file must be a .conf file directly in /etc/sysctl.d or /run/sysctl.d or /usr/local/lib/sysctl.d or'
+        ' /usr/lib/sysctl.d or /lib/sysctl.d; got "/etc/shadow"']),
+    'doctor a mode it does not know': ('doctor', {'doctor_service_mode': 'vm'}, 'doctor_service_mode'),
+    'doctor no journal line': ('doctor', {'doctor_journal_lines': 0}, 'doctor_journal_lines'),
+    'doctor a negative TLS threshold': ('doctor', {'doctor_tls_warn_days': -1}, 'doctor_tls_warn_days'),
     # package_fetch, as the roles call it for each source
     'package_fetch url with checksum': ('package_fetch', {}, None),
     'package_fetch url naming no file': ('package_fetch', {'package_fetch_source': {'url': 'https://example.invalid/', 'checksum': CHECKSUM}}, [

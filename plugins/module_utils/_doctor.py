@@ -141,12 +141,10 @@ def _texts(value):
     elif isinstance(value, dict):
         for key, item in value.items():
             yield str(key)
-            for text in _texts(item):
-                yield text
+            yield from _texts(item)
     elif isinstance(value, (list, tuple)):
         for item in value:
-            for text in _texts(item):
-                yield text
+            yield from _texts(item)
 
 
 def check_inputs(inputs, prefix=''):
@@ -227,8 +225,8 @@ def check_inputs(inputs, prefix=''):
         except (TypeError, ValueError):
             number = None
         if number is None or not 0 < number <= 100:
-            problems.append('%s must be a percentage above 0 and at most 100; got %s' % (name('hbm_warn_percent'),
-                                                                                        _show(value)))
+            problems.append('%s must be a percentage above 0 and at most 100; got %s'
+                            % (name('hbm_warn_percent'), _show(value)))
     devices = inputs.get('network_devices')
     if devices is not None and (not isinstance(devices, list) or
                                 any(_whole(device) is None or _whole(device) < 0 for device in devices)):

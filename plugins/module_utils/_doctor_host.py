@@ -222,8 +222,8 @@ class HostReader:
         values = {}
         for found in sorted(glob.glob(os.path.join(self.sysfs_path, pattern))):
             if not inside(self.sysfs_path, found):
-                self.warn('%s resolves to %s, outside %s, and is not read' % (found, os.path.realpath(found),
-                                                                             self.sysfs_path))
+                self.warn('%s resolves to %s, outside %s, and is not read'
+                          % (found, os.path.realpath(found), self.sysfs_path))
                 continue
             text = _read_value(found)
             if text is not None:

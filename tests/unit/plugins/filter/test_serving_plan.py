@@ -8,19 +8,33 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.kunpeng_ascend.vllm.plugins.filter import serving as plugin
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils import _serving
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils import _deployment, _serving
 from ansible_collections.kunpeng_ascend.vllm.tests.helpers import ansible_debug
 from ansible_collections.kunpeng_ascend.vllm.tests.unit.plugins.module_utils.test_serving import a2_facts, inputs
 
 
 def test_the_plugin_exposes_the_filter():
     assert plugin.FilterModule().filters() == {'serving_plan': plugin.serving_plan,
-                                               'vllm_ascend_release': plugin.vllm_ascend_release}
+                                               'vllm_ascend_release': plugin.vllm_ascend_release,
+                                               'deployment_record': plugin.deployment_record}
+
+
+def test_the_deployment_record_of_a_plan_is_what_the_doctor_reads():
+    plan = plugin.serving_plan(inputs(api_key_set=True), a2_facts())
+    record = plugin.deployment_record(plan, '/data/models/DeepSeek-R1-W8A8')
+    assert record['path'] == '/etc/kunpeng-ascend-vllm/services/vllm.json'
+    assert _deployment.parse_record(json.dumps(record['content']), 'vllm') == (record['content'], [])
+    assert (record['content']['mode'], record['content']['vllm_ascend'], record['content']['npus']) == (
+        'container', '0.13.0', list(range(8)))
+    with pytest.raises(AnsibleFilterError):
+        plugin.deployment_record({'problems': ['x']}, '/m')
 
 
 @pytest.mark.parametrize('image, kwargs, release', [

@@ -368,8 +368,9 @@ def test_network_fails_on_an_expired_certificate_while_tls_is_on():
 GOOD_INPUTS = {'service_name': None, 'service_mode': None, 'container_engine': None, 'vllm_ascend_version': None,
                'sysctl_file': '/etc/sysctl.d/90-kunpeng-ascend-vllm.conf',
                'tmpfiles_file': '/etc/tmpfiles.d/90-kunpeng-ascend-vllm.conf', 'proc_path': '/proc', 'sysfs_path': '/sys',
-               'expected_sysctl': {'vm.nr_hugepages': 1024}, 'expected_sys': {'kernel/mm/transparent_hugepage/enabled': 'never',
-                                                                           '/sys/devices/system/cpu/cpu*/cpufreq/scaling_governor': 'performance'},
+               'expected_sysctl': {'vm.nr_hugepages': 1024},
+               'expected_sys': {'kernel/mm/transparent_hugepage/enabled': 'never',
+                                '/sys/devices/system/cpu/cpu*/cpufreq/scaling_governor': 'performance'},
                'journal_since': '1 hour ago', 'journal_lines': 5000, 'timeout': 30, 'temperature_warn_c': 85,
                'hbm_warn_percent': 97.0, 'tls_warn_days': 30, 'network_devices': None}
 
@@ -405,8 +406,8 @@ def test_sys_keys_must_stay_under_sys(key):
                                   '/etc/sysctl.d/x', '/etc/sysctl.d/.conf', '/tmp/90-x.conf', '/etc/sysctl.d//x.conf'])
 def test_persisted_files_only_in_their_directories(path):
     for key in ('sysctl_file', 'tmpfiles_file'):
-        problems = _doctor.check_inputs(dict(GOOD_INPUTS, **{key: path.replace('sysctl.d', 'tmpfiles.d')
-                                                           if key == 'tmpfiles_file' else path}), 'doctor_')
+        value = path.replace('sysctl.d', 'tmpfiles.d') if key == 'tmpfiles_file' else path
+        problems = _doctor.check_inputs(dict(GOOD_INPUTS, **{key: value}), 'doctor_')
         assert len(problems) == 1 and problems[0].startswith('doctor_%s must be a .conf file directly in /etc/' % key)
 
 

@@ -179,10 +179,15 @@ def check_inputs(inputs, prefix=''):
             problem = conf_file_problem(inputs[key], directories)
             if problem:
                 problems.append('%s %s' % (name(key), problem))
-    for key in ('proc_path', 'sysfs_path', 'report_dir'):
+    for key in ('proc_path', 'sysfs_path'):
         value = inputs.get(key)
         if key in inputs and (not isinstance(value, str) or not value.startswith('/') or _CONTROL.search(value)):
             problems.append('%s must be an absolute path without control characters; got %s' % (name(key), _show(value)))
+    # The reports' folder is on the controller; relative to where ansible-playbook runs is fine.
+    report_dir = inputs.get('report_dir')
+    if 'report_dir' in inputs and (not isinstance(report_dir, str) or not report_dir or _CONTROL.search(report_dir)):
+        problems.append('%s must be a directory path without control characters; got %s'
+                        % (name('report_dir'), _show(report_dir)))
     for key, problem_of, value_name in (('expected_sysctl', sysctl_key_problem, 'a value'),
                                         ('expected_sys', sys_key_problem, 'a value')):
         values = inputs.get(key)

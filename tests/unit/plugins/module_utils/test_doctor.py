@@ -378,7 +378,8 @@ GOOD_INPUTS = {'service_name': None, 'service_mode': None, 'container_engine': N
 def test_good_inputs_have_no_problem():
     assert _doctor.check_inputs(GOOD_INPUTS) == []
     assert _doctor.check_inputs(dict(GOOD_INPUTS, service_name='vllm-a.service', network_devices=[0, '1'],
-                                     journal_lines='200', sysctl_file='/usr/lib/sysctl.d/50-x.conf')) == []
+                                     journal_lines='200', sysctl_file='/usr/lib/sysctl.d/50-x.conf',
+                                     report_dir='doctor-reports')) == []
 
 
 @pytest.mark.parametrize('name', ['-H x', '--all', 'a;b', 'a/b', '', '.hidden', 'a b', 'x' * 300])
@@ -417,6 +418,7 @@ def test_persisted_files_only_in_their_directories(path):
     ('journal_since', '--all', 'journal_since'), ('timeout', -1, 'timeout'), ('tls_warn_days', 'x', 'tls_warn_days'),
     ('hbm_warn_percent', 150, 'hbm_warn_percent'), ('network_devices', [-1], 'network_devices'),
     ('proc_path', 'proc', 'proc_path'), ('container_name', '--privileged', 'container_name'),
+    ('report_dir', 'reports\n', 'report_dir'),
     ('expected_sys', {'kernel/mm/x': [1]}, 'expected_sys["kernel/mm/x"]'), ('expected_sysctl', 'vm.x=1', 'expected_sysctl')])
 def test_each_bad_input_names_its_variable(key, value, named):
     problems = _doctor.check_inputs(dict(GOOD_INPUTS, **{key: value}), 'doctor_')

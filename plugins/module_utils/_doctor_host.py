@@ -23,7 +23,7 @@ from __future__ import annotations
 import glob
 import os
 
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils import _deployment, _doctor, _systemd
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils import _deployment, _doctor, _proc, _systemd
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._ascend_files import (
     RootFS,
     read_cann_install_record,
@@ -186,9 +186,8 @@ class HostReader:
         program = self.find('nerdctl' if engine == 'containerd' else engine)
         if not program or _doctor.container_name_problem(name):
             return None
-        result = self.run([program, 'inspect', '--format', '{{.State.Pid}}', '--', name])
-        text = result.stdout.strip()
-        return int(text) if result.rc == 0 and text.isdigit() and int(text) > 0 else None
+        result = self.run(_proc.container_pid_argv(program, name))
+        return _proc.parse_container_pid(result.stdout) if result.rc == 0 else None
 
     def ancestors(self, pid):
         return self.processes.ancestors(pid)

@@ -132,3 +132,16 @@ class ProcReader:
         if not pids:
             return None
         return sum(self.rss_bytes(pid) or 0 for pid in pids)
+
+
+# ----------------------------------------------------------------------------------------------- a container's PID
+
+def container_pid_argv(engine, name):
+    """The engine's (docker, podman, nerdctl) ``inspect`` of a container's init PID, the name after ``--``."""
+    return [engine, 'inspect', '--format', '{{.State.Pid}}', '--', name]
+
+
+def parse_container_pid(stdout):
+    """The PID ``inspect`` printed; None for a stopped container (0) or output that is no PID."""
+    text = (stdout or '').strip()
+    return int(text) if text.isdigit() and int(text) > 0 else None

@@ -248,16 +248,3 @@ class JournalTally:
                 'explained': [{'id': key, 'status': _failure_catalogue.ENTRIES[key]['status'],
                                'cause': _failure_catalogue.ENTRIES[key]['cause'],
                                'fix': _failure_catalogue.ENTRIES[key]['fix']} for key in found]}
-
-
-# ----------------------------------------------------------------------------------------------- the container
-
-def container_pid_argv(engine, name):
-    """The engine's (docker, podman) ``inspect`` of the container's init PID, the name after ``--``."""
-    return [engine, 'inspect', '--format', '{{.State.Pid}}', '--', name]
-
-
-def parse_container_pid(stdout):
-    """The PID ``inspect`` printed; None for a stopped container (0) or output that is no PID."""
-    text = (stdout or '').strip()
-    return int(text) if text.isdigit() and int(text) > 0 else None

@@ -183,7 +183,7 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils import _soak, _systemd
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils import _proc, _soak, _systemd
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._benchmark import sample_until_done, scalar_fields
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._command import KILL_AFTER_SECONDS, CommandRunner
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._load_generator import (
@@ -243,8 +243,8 @@ class ServiceSampler:
             return unit.get('MainPID') or None
         if not self.engine:
             return None
-        result = self.runner.run(_soak.container_pid_argv(self.engine, self.params['container_name']))
-        return _soak.parse_container_pid(result.stdout) if result.rc == 0 else None
+        result = self.runner.run(_proc.container_pid_argv(self.engine, self.params['container_name']))
+        return _proc.parse_container_pid(result.stdout) if result.rc == 0 else None
 
     def _read_journal(self):
         if self.journal_error:

@@ -11,6 +11,8 @@ from __future__ import annotations
 import os
 import subprocess
 
+import pytest
+
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils import _proc
 
 # A real stat line (Linux 6.1), of a process whose name holds a space and a parenthesis.
@@ -84,3 +86,13 @@ def test_this_machines_proc():
         child.kill()
         child.wait()
     assert child.pid not in reader.descendants(me)
+
+
+@pytest.mark.parametrize('stdout, pid', [('4242\n', 4242), ('0\n', None), ('', None), ('<no value>\n', None)])
+def test_the_containers_pid_from_inspect(stdout, pid):
+    assert _proc.parse_container_pid(stdout) == pid
+
+
+def test_inspect_puts_the_name_after_the_options():
+    assert _proc.container_pid_argv('/usr/bin/podman', 'vllm-vllm') == [
+        '/usr/bin/podman', 'inspect', '--format', '{{.State.Pid}}', '--', 'vllm-vllm']

@@ -167,15 +167,6 @@ def test_the_journal_is_read_after_the_cursor_or_since_the_start_and_the_unit_ch
         _soak.journal_argv('journalctl', '--system')
 
 
-@pytest.mark.parametrize('stdout, pid', [('4242\n', 4242), ('0\n', None), ('', None), ('<no value>\n', None)])
-def test_the_containers_pid_from_inspect(stdout, pid):
-    assert _soak.parse_container_pid(stdout) == pid
-
-
-def test_inspect_puts_the_name_after_the_options():
-    assert _soak.container_pid_argv('/usr/bin/podman', 'vllm-vllm')[-2:] == ['--', 'vllm-vllm']
-
-
 def test_good_inputs_have_no_problem_and_numbers_may_come_as_strings():
     assert _soak.input_problems(GOOD, 'x_') == []
     assert _soak.input_problems(dict(GOOD, duration='90', interval='5', rate='0.5'), 'x_') == []

@@ -17,6 +17,7 @@ label ``node``, so that the alerts join vLLM's metrics with the NPU metrics of t
 
 from __future__ import annotations
 
+import math
 import re
 from urllib.parse import urlsplit
 
@@ -68,7 +69,7 @@ def duration_seconds(text):
 
 
 def _is_number(value):
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and value == value
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and not math.isnan(value)
 
 
 def _threshold_ok(kind, value):

@@ -288,7 +288,7 @@ CASES = {
 @pytest.fixture(scope='module')
 def validated(tmp_path_factory):
     report = "{'targets': __monitoring_targets, 'unit': __monitoring_unit}"
-    results = role_harness.run_play(tmp_path_factory.mktemp('monitoring-validate'), 'monitoring', [case for case, _ in CASES.values()],
+    results = role_harness.run_play(tmp_path_factory.mktemp('monitoring-validate'), 'monitoring', [case for case, _message in CASES.values()],
                                     report=report)
     return dict(zip(CASES, results))
 

@@ -20,8 +20,10 @@ export KAV_VLLM_VENV := $(KAV_CACHE)/vllm-venv
 export KAV_TINY_MODEL := $(KAV_CACHE)/models/tiny-llama
 # Ray's wheelhouse (tools/build-ray-wheelhouse.sh), for the real Ray cluster of scenario multinode.
 export KAV_RAY_WHEELHOUSE := $(KAV_CACHE)/wheelhouse/ray-2.56.1
+# Debian 12's promtool (tools/fetch-promtool.sh), for the tests of role monitoring's rules and configuration.
+export KAV_PROMTOOL := $(KAV_CACHE)/promtool/promtool
 
-.PHONY: help demo demo-clean test test-fast host venv images python-images vllm-assets serving-image link lint sanity units targets build ee molecule bench bench-serving bench-fleet role-docs clean
+.PHONY: help demo demo-clean test test-fast host venv images python-images vllm-assets serving-image promtool link lint sanity units targets build ee molecule bench bench-serving bench-fleet role-docs clean
 
 help:
 	@echo "make demo       two simulated Ascend nodes (arm64, x86_64), playbooks/site.yml on both, a real vLLM completion at the end"
@@ -29,6 +31,7 @@ help:
 	@echo "make test-fast  the edit-test loop: lint, sanity, unit tests, collection build (no containers)"
 	@echo "make ee         the execution environment: build it (ansible-builder, podman) and run the health playbook inside it"
 	@echo "make units | targets | lint | sanity | build | ee | molecule [SCENARIO=name] | bench | bench-serving | bench-fleet | role-docs | demo-clean | clean"
+	@echo "make promtool   Debian 12's promtool in the asset cache, for the monitoring tests"
 	@echo "make vllm-assets  the wheelhouse of vLLM's CPU build, a venv from it and the tiny test model (cached)"
 
 # The test images and the real-vLLM assets are made side by side (the arm64 image is qemu's CPU, the assets mostly
@@ -40,12 +43,12 @@ demo: host venv link
 demo-clean: venv link
 	$(TOOLS)/demo.sh --clean
 
-test: host venv link
+test: host venv link promtool
 	@$(MAKE) --no-print-directory -j3 images python-images vllm-assets
 	@$(MAKE) --no-print-directory serving-image
 	$(TOOLS)/run-tests.sh
 
-test-fast: venv link
+test-fast: venv link promtool
 	$(TOOLS)/run-tests.sh lint sanity units build
 
 host:
@@ -68,6 +71,10 @@ vllm-assets: venv
 	PYTHON=$(VENV)/bin/python $(TOOLS)/build-vllm-assets.sh
 	PYTHON=$(VENV)/bin/python $(TOOLS)/build-ray-wheelhouse.sh $(KAV_RAY_WHEELHOUSE)
 
+# promtool from Debian 12's prometheus package, extracted into the asset cache (nothing installed on this machine).
+promtool:
+	$(TOOLS)/fetch-promtool.sh
+
 # The node with a real podman inside and the vLLM CPU image it loads (scenario vllm_container), cached.
 serving-image: images vllm-assets
 	$(TOOLS)/build-serving-image.sh
@@ -82,7 +89,7 @@ lint: venv link
 sanity: venv link
 	$(TOOLS)/run-tests.sh sanity
 
-units: venv link
+units: venv link promtool
 	$(TOOLS)/run-tests.sh units
 
 # The modules and module_utils under Python 3.9 and 3.13, in containers (what the managed hosts run).

@@ -1,0 +1,42 @@
+# -*- coding: utf-8 -*-
+
+# Copyright (c) kunpeng_ascend.vllm contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+"""The monitoring filters (documented in monitoring_rules.yml and monitoring_prometheus_config.yml): role monitoring's
+alert rules and Prometheus configuration, as data, from module_utils/_monitoring.py."""
+
+from __future__ import annotations
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._monitoring import (
+    MonitoringError,
+    alert_rules,
+    prometheus_config,
+)
+
+
+def _checked(function, *args):
+    try:
+        return function(*args)
+    except MonitoringError as error:
+        raise AnsibleFilterError(error.msg)
+
+
+def monitoring_rules(thresholds):
+    """The rule file of the alerts, from the thresholds (the role's monitoring_<key> variables by key)."""
+    return _checked(alert_rules, thresholds)
+
+
+def monitoring_prometheus_config(vllm_urls, node, node_exporter, prometheus, rule_file, scrape_interval,
+                                 evaluation_interval):
+    """prometheus.yml as data."""
+    return _checked(prometheus_config, node, vllm_urls, node_exporter, prometheus, rule_file, scrape_interval,
+                    evaluation_interval)
+
+
+class FilterModule:
+    def filters(self):
+        return {'monitoring_rules': monitoring_rules, 'monitoring_prometheus_config': monitoring_prometheus_config}

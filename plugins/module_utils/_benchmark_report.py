@@ -453,6 +453,12 @@ def grid_png(bars, targets, title):
     return _with_defaults(draw)
 
 
+def _time_series(samples, key):
+    """``(t, value)`` of the samples where both are numbers, in their order."""
+    xy = [(number(s.get('t')), number(s.get(key))) for s in samples]
+    return [(x, y) for x, y in xy if x is not None and y is not None]
+
+
 def timeline_png(npu_samples, loadgen_samples, targets, title):
     """Over the run's time: AI core utilisation and HBM used per chip (when there are NPU samples), and the load
     generator's CPU; targets on AI core utilisation drawn as lines. None when there is nothing to draw."""
@@ -469,14 +475,11 @@ def timeline_png(npu_samples, loadgen_samples, targets, title):
         figure, axes = _figure(3.0, len(panels), 1)
         for ax, (key, unit) in zip(axes, panels):
             if key == 'cpu_percent':
-                xy = [(number(s.get('t')), number(s.get(key))) for s in loadgen_samples]
-                xy = [(x, y) for x, y in xy if x is not None and y is not None]
+                xy = _time_series(loadgen_samples, key)
                 ax.plot(*_columns(xy), color=COLOURS['cpu'], marker='.', label='CPU')
             else:
                 for index, chip in enumerate(chips):
-                    xy = [(number(s.get('t')), number(s.get(key))) for s in npu_samples
-                          if (s.get('npu_id'), s.get('chip_id')) == chip]
-                    xy = [(x, y) for x, y in xy if x is not None and y is not None]
+                    xy = _time_series([s for s in npu_samples if (s.get('npu_id'), s.get('chip_id')) == chip], key)
                     if xy:
                         ax.plot(*_columns(xy), color=CYCLE[index % len(CYCLE)], marker='.',
                                 label='NPU %s chip %s' % chip)
@@ -515,17 +518,15 @@ def soak_png(samples, npu_samples, fits, warmup_end, title):
             if number(warmup_end):
                 ax.axvspan(0, number(warmup_end), color='#eeeeee', label='warm-up')
             if key == 'rss':
-                xy = [(number(s.get('t')), number(s.get('rss_mib'))) for s in samples]
-                xy = [(x, y) for x, y in xy if x is not None and y is not None]
+                xy = _time_series(samples, 'rss_mib')
                 if xy:
                     ax.plot(*_columns(xy), color=COLOURS['p50'], marker='.', linestyle='', label='RSS')
                 _fit_line(ax, _dict(fits.get('host_rss')), COLOURS['p99'], 'RSS')
             else:
                 for index, chip in enumerate(chips):
                     colour = CYCLE[index % len(CYCLE)]
-                    xy = [(number(s.get('t')), number(s.get('hbm_used_mb'))) for s in npu_samples
-                          if '%s-%s' % (s.get('npu_id'), s.get('chip_id')) == chip]
-                    xy = [(x, y) for x, y in xy if x is not None and y is not None]
+                    xy = _time_series([s for s in npu_samples if '%s-%s' % (s.get('npu_id'), s.get('chip_id')) == chip],
+                                      'hbm_used_mb')
                     if xy:
                         ax.plot(*_columns(xy), color=colour, marker='.', linestyle='', label='NPU-chip %s' % chip)
                     _fit_line(ax, _dict(_dict(fits.get('hbm')).get(chip)), colour, chip)

@@ -23,7 +23,7 @@ very file without Ansible.
 * The service's metrics are this collection's own, under ``kunpeng_ascend_vllm_``: its restarts (systemd's NRestarts,
   a counter), whether it is active, the resident memory of its processes, and, per failure of the catalogue
   (_failure_catalogue), how many lines of its journal matched it: a counter kept in a small state file between runs
-  (``journal_argv`` and ``count_journal``), so an alert takes its increase over any window.
+  (``count_journal``, over _systemd.journal_argv's batches), so an alert takes its increase over any window.
 """
 
 from __future__ import annotations
@@ -71,7 +71,6 @@ _METRIC_NAME = re.compile(r'^[a-zA-Z_:][a-zA-Z0-9_:]*$')
 _LABEL_NAME = re.compile(r'^[a-zA-Z_][a-zA-Z0-9_]*$')
 TYPES = ('counter', 'gauge')
 STATE_VERSION = 1
-CURSOR_MARK = '-- cursor: '
 
 
 # ------------------------------------------------------------------------------------------- exposition format
@@ -226,27 +225,6 @@ def load_state(data, unit, now, entries, warn):
         warn('journal state: %s; the counters start again from now' % problem)
         return new_state(unit, now)
     return data
-
-
-def journal_argv(journalctl, unit, state, max_lines):
-    """``journalctl`` reading the new lines of ``unit`` after the state's cursor (or from its start time): at most
-    ``max_lines``, the oldest first (journalctl counts --lines from the position it seeks to, so the next run goes on
-    where this one stopped), message text only, with the cursor of the last one at the end."""
-    argv = [journalctl, '--unit=' + unit, '--output=cat', '--no-pager', '--quiet', '--show-cursor',
-            '--lines=%d' % max_lines]
-    if state.get('cursor'):
-        argv.append('--after-cursor=' + state['cursor'])
-    else:
-        argv.append('--since=@%d' % state['since'])
-    return argv
-
-
-def split_cursor(stdout):
-    """(the message lines, the cursor journalctl printed after them or None)."""
-    lines = (stdout or '').splitlines()
-    if lines and lines[-1].startswith(CURSOR_MARK):
-        return lines[:-1], lines[-1][len(CURSOR_MARK):].strip() or None
-    return lines, None
 
 
 def count_journal(state, lines, cursor, scan, max_lines, now, warn):

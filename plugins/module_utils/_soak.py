@@ -8,8 +8,7 @@
 
 The soak run's decisions: its inputs checked (``input_problems``), the growth of a memory series fitted per hour by
 least squares after the warm-up (``fit_line``, ``growth``), the verdict against the thresholds (``verdict``), and the
-small parsers the sampler needs: ``journalctl --show-cursor`` output (``parse_journal_batch``) tallied against the
-failure catalogue (``JournalTally``), and a container engine's ``inspect`` of the container's init PID. Pure: no
+journal's batches (_systemd.journal_argv) tallied against the failure catalogue (``JournalTally``). Pure: no
 AnsibleModule, no I/O. Standard library only.
 
 A verdict is PASS, FAIL or NOT_ENOUGH_SAMPLES: a growth fitted on fewer than MIN_SAMPLES readings after the warm-up
@@ -21,7 +20,6 @@ from __future__ import annotations
 import math
 
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils import _failure_catalogue
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._systemd import unit_name_problem
 
 SOAK_SCHEMA = 'kunpeng_ascend.vllm/soak/1'
 PASS = 'PASS'
@@ -37,7 +35,6 @@ MIN_INTERVAL = 1.0
 MAX_WARMUP = 0.9
 HOUR = 3600.0
 MIB = 1024.0 * 1024.0
-CURSOR_PREFIX = '-- cursor: '
 # The option names of the thresholds and the other numbers, as the module takes them (the role prefixes them).
 OPTIONS = ('duration', 'interval', 'rate', 'warmup', 'max_hbm_growth', 'max_rss_growth', 'max_restarts',
            'max_known_failures')
@@ -197,29 +194,6 @@ def verdict(samples, npu_samples, journal, duration, warmup, limits):
 
 
 # ---------------------------------------------------------------------------------------------------- the journal
-
-def journal_argv(journalctl, unit, since_epoch=None, cursor=None):
-    """``journalctl`` reading the unit's lines after ``cursor`` (or since ``since_epoch``, seconds), message text
-    only, with the cursor of the last line printed last. ValueError on a bad unit name."""
-    problem = unit_name_problem(unit)
-    if problem:
-        raise ValueError(problem)
-    where = ['--after-cursor=' + cursor] if cursor else ['--since=@%d' % int(since_epoch or 0)]
-    return [journalctl, '--unit=' + unit] + where + ['--output=cat', '--show-cursor', '--quiet', '--no-pager']
-
-
-def parse_journal_batch(stdout):
-    """(lines, cursor) of journal_argv's output; cursor None when journalctl printed none (no new line)."""
-    lines = (stdout or '').splitlines()
-    if lines and lines[-1].startswith(CURSOR_PREFIX):
-        return lines[:-1], lines[-1][len(CURSOR_PREFIX):].strip() or None
-    return lines, None
-
-
-def journal_is_empty(rc, stdout, stderr):
-    """journalctl with --quiet exits 1 and prints nothing when the unit has no entry in the range: not an error."""
-    return rc == 1 and not (stdout or '').strip() and not (stderr or '').strip()
-
 
 class JournalTally:
     """The failure catalogue's matches over the journal batches of a run, added up."""

@@ -7,8 +7,8 @@
 """Private to the kunpeng_ascend.vllm collection: not a public API, it may change without notice.
 
 systemd for the whole collection: the one check of a unit name, the one ``systemctl show`` command line (the unit
-names after ``--``, so that a name can never be read as an option) and the one parser of its output. Standard
-library only.
+names after ``--``, so that a name can never be read as an option) and the one parser of its output, and the one
+way to read a unit's journal a batch at a time (after the cursor of the last batch). Standard library only.
 """
 
 from __future__ import annotations
@@ -95,3 +95,34 @@ def parse_show_one(text):
     for block in blocks:
         merged.update(block)
     return merged
+
+
+# ------------------------------------------------------------------------------------------------------- journal
+
+# How journalctl --show-cursor prints the cursor of the last entry, after the entries.
+JOURNAL_CURSOR_PREFIX = '-- cursor: '
+
+
+def journal_argv(journalctl, unit, since_epoch=None, cursor=None, max_lines=None):
+    """``journalctl`` reading ``unit``'s lines after ``cursor`` (or since ``since_epoch``, seconds), message text
+    only, with the cursor of the last line printed last; at most ``max_lines`` when given. ValueError on a bad unit
+    name (journalctl's --unit takes no ``--``: the name is checked instead)."""
+    problem = unit_name_problem(unit)
+    if problem:
+        raise ValueError(problem)
+    where = ['--after-cursor=' + cursor] if cursor else ['--since=@%d' % int(since_epoch or 0)]
+    argv = [journalctl, '--unit=' + unit] + where + ['--output=cat', '--show-cursor', '--quiet', '--no-pager']
+    return argv + (['--lines=%d' % max_lines] if max_lines is not None else [])
+
+
+def split_journal_cursor(stdout):
+    """(the message lines, the cursor journalctl printed after them or None) of journal_argv's output."""
+    lines = (stdout or '').splitlines()
+    if lines and lines[-1].startswith(JOURNAL_CURSOR_PREFIX):
+        return lines[:-1], lines[-1][len(JOURNAL_CURSOR_PREFIX):].strip() or None
+    return lines, None
+
+
+def journal_is_empty(rc, stdout, stderr):
+    """journalctl with --quiet exits 1 and prints nothing when the unit has no entry in the range: not an error."""
+    return rc == 1 and not (stdout or '').strip() and not (stderr or '').strip()

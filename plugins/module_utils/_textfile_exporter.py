@@ -121,11 +121,11 @@ def read_state(path, unit, now, warn):
 
 def read_journal(options, state, run, now, warn):
     """The journal state after reading the unit's new lines."""
-    result = run(_npu_metrics.journal_argv(options.journalctl, options.unit, state, options.max_journal_lines),
-                 options.timeout)
+    result = run(_systemd.journal_argv(options.journalctl, options.unit, state['since'], state.get('cursor'),
+                                       options.max_journal_lines), options.timeout)
     if result.rc != 0:
         return _npu_metrics.journal_failed(state, now, failure(result), warn)
-    lines, cursor = _npu_metrics.split_cursor(result.stdout)
+    lines, cursor = _systemd.split_journal_cursor(result.stdout)
     return _npu_metrics.count_journal(state, lines, cursor, _failure_catalogue.scan, options.max_journal_lines,
                                       now, warn)
 

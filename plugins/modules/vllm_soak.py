@@ -249,14 +249,14 @@ class ServiceSampler:
     def _read_journal(self):
         if self.journal_error:
             return
-        result = self.runner.run(_soak.journal_argv(self.journalctl, self.params['unit'], self.since, self.cursor))
-        if _soak.journal_is_empty(result.rc, result.stdout, result.stderr):
+        result = self.runner.run(_systemd.journal_argv(self.journalctl, self.params['unit'], self.since, self.cursor))
+        if _systemd.journal_is_empty(result.rc, result.stdout, result.stderr):
             return
         if result.rc != 0:
             self.journal_error = 'journalctl failed (rc %s): %s' % (result.rc, (result.stderr or result.stdout).strip())
             self.warnings('the journal is no longer read: %s' % self.journal_error)
             return
-        lines, cursor = _soak.parse_journal_batch(result.stdout)
+        lines, cursor = _systemd.split_journal_cursor(result.stdout)
         self.journal.add(lines)
         self.cursor = cursor or self.cursor
 

@@ -260,7 +260,7 @@ def test_the_exporter_runs_from_the_copied_files_without_site_packages(tmp_path,
     assert failures['ej0001'] == 1 and sum(failures.values()) == 1
     # A second run reads after the cursor and counts on.
     assert run(argv, env=env).returncode == 0
-    assert (tmp_path / 'journalctl.args').read_text(encoding='utf-8').splitlines()[1].endswith('--after-cursor=s=1;i=2')
+    assert (tmp_path / 'journalctl.args').read_text(encoding='utf-8').splitlines()[1].split(' ')[1] == '--after-cursor=s=1;i=2'
     families = parse_exposition((tmp_path / 'textfile' / 'kunpeng_ascend_vllm.prom').read_text(encoding='utf-8'))
     assert dict((labels['failure'], value) for labels, value, _ts in
                 families['kunpeng_ascend_vllm_journal_failures_total']['samples'])['ej0001'] == 2

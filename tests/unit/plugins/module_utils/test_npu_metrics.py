@@ -14,7 +14,7 @@ import re
 
 import pytest
 
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils import _failure_catalogue, _npu_metrics
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils import _failure_catalogue, _npu_metrics, _systemd
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._npu_smi import parse_npu_smi_info
 from ansible_collections.kunpeng_ascend.vllm.tests.helpers import load_fixture
 
@@ -190,11 +190,12 @@ def test_service_families_from_systemctl_show():
 
 def test_journal_argv_reads_after_the_cursor_or_from_the_start_time():
     state = _npu_metrics.new_state('vllm.service', 1700000000.5)
-    assert _npu_metrics.journal_argv('journalctl', 'vllm.service', state, 50) == [
-        'journalctl', '--unit=vllm.service', '--output=cat', '--no-pager', '--quiet', '--show-cursor', '--lines=50',
-        '--since=@1700000000']
+    assert _systemd.journal_argv('journalctl', 'vllm.service', state['since'], state.get('cursor'), 50) == [
+        'journalctl', '--unit=vllm.service', '--since=@1700000000', '--output=cat', '--show-cursor', '--quiet',
+        '--no-pager', '--lines=50']
     state['cursor'] = 's=abc;i=1'
-    assert _npu_metrics.journal_argv('journalctl', 'vllm.service', state, 50)[-1] == '--after-cursor=s=abc;i=1'
+    assert _systemd.journal_argv('journalctl', 'vllm.service', state['since'], state['cursor'], 50)[2] == \
+        '--after-cursor=s=abc;i=1'
 
 
 def test_the_counters_add_up_across_runs_and_every_entry_has_a_sample():
@@ -203,7 +204,7 @@ def test_the_counters_add_up_across_runs_and_every_entry_has_a_sample():
     assert expected, 'the sample must show a known failure'
     warnings = []
     state = _npu_metrics.load_state(None, 'vllm.service', 100, _failure_catalogue.ENTRIES, warnings.append)
-    lines, cursor = _npu_metrics.split_cursor(log + '-- cursor: s=1\n')
+    lines, cursor = _systemd.split_journal_cursor(log + '-- cursor: s=1\n')
     assert cursor == 's=1' and lines == log.splitlines()
     state = _npu_metrics.count_journal(state, lines, cursor, _failure_catalogue.scan, 100000, 200, warnings.append)
     state = _npu_metrics.count_journal(state, lines, 's=2', _failure_catalogue.scan, 100000, 300, warnings.append)

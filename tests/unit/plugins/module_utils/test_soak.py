@@ -13,7 +13,7 @@ import random
 
 import pytest
 
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils import _soak
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils import _soak, _systemd
 from ansible_collections.kunpeng_ascend.vllm.tests.helpers import load_fixture
 
 LIMITS = {'max_hbm_growth': 128.0, 'max_rss_growth': 512.0, 'max_restarts': 0, 'max_known_failures': 0}
@@ -135,7 +135,7 @@ def test_flat_hbm_passes():
 
 
 def test_the_journal_batch_of_a_real_capture_gives_its_lines_and_cursor():
-    lines, cursor = _soak.parse_journal_batch(JOURNAL)
+    lines, cursor = _systemd.split_journal_cursor(JOURNAL)
     assert len(lines) == 5 and lines[2].startswith('RuntimeError: NPU out of memory')
     assert cursor.startswith('s=2ec95b23023b4124bbb81481401473d5;i=32;')
     journal = _soak.JournalTally()
@@ -148,23 +148,23 @@ def test_the_journal_batch_of_a_real_capture_gives_its_lines_and_cursor():
 
 
 def test_a_batch_without_a_cursor_keeps_its_lines():
-    assert _soak.parse_journal_batch('one\ntwo\n') == (['one', 'two'], None)
-    assert _soak.parse_journal_batch('') == ([], None)
+    assert _systemd.split_journal_cursor('one\ntwo\n') == (['one', 'two'], None)
+    assert _systemd.split_journal_cursor('') == ([], None)
 
 
 def test_no_entries_is_not_an_error_but_a_message_is():
-    assert _soak.journal_is_empty(1, '', '')
-    assert not _soak.journal_is_empty(1, '', 'Failed to open journal')
-    assert not _soak.journal_is_empty(0, '', '')
+    assert _systemd.journal_is_empty(1, '', '')
+    assert not _systemd.journal_is_empty(1, '', 'Failed to open journal')
+    assert not _systemd.journal_is_empty(0, '', '')
 
 
 def test_the_journal_is_read_after_the_cursor_or_since_the_start_and_the_unit_checked():
-    assert _soak.journal_argv('/bin/journalctl', 'vllm.service', since_epoch=1700000000.7) == [
+    assert _systemd.journal_argv('/bin/journalctl', 'vllm.service', since_epoch=1700000000.7) == [
         '/bin/journalctl', '--unit=vllm.service', '--since=@1700000000', '--output=cat', '--show-cursor', '--quiet',
         '--no-pager']
-    assert _soak.journal_argv('journalctl', 'vllm.service', cursor='s=1;i=2')[2] == '--after-cursor=s=1;i=2'
+    assert _systemd.journal_argv('journalctl', 'vllm.service', cursor='s=1;i=2')[2] == '--after-cursor=s=1;i=2'
     with pytest.raises(ValueError, match='starts with "-"'):
-        _soak.journal_argv('journalctl', '--system')
+        _systemd.journal_argv('journalctl', '--system')
 
 
 def test_good_inputs_have_no_problem_and_numbers_may_come_as_strings():

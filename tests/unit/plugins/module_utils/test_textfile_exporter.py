@@ -65,7 +65,7 @@ def test_one_run_writes_every_family_and_the_state(tmp_path):
     assert _npu_metrics.RESIDENT not in families  # MainPID 0: nothing runs
     assert [call[:2] for call in node.calls] == [['/opt/npu-smi', 'info'], ['systemctl', 'show'], ['journalctl', '--unit=vllm.service']]
     assert node.calls[1][-2:] == ['--', 'vllm.service']
-    assert node.calls[2][-1] == '--since=@1000'
+    assert node.calls[2][2] == '--since=@1000'
     state = json.loads((tmp_path / 'state.json').read_text(encoding='utf-8'))
     assert state == _npu_metrics.new_state('vllm.service', 1000)
     assert oct(os.stat(str(tmp_path / 'out.prom')).st_mode & 0o777) == '0o644'
@@ -78,7 +78,7 @@ def test_failures_in_the_journal_are_counted_across_runs(tmp_path):
     run_once(tmp_path, node)
     node = Node(answers(journalctl=journal(lines[:3], 's=second')))
     rc, families, warnings = run_once(tmp_path, node, clock=2000.0)
-    assert node.calls[2][-1] == '--after-cursor=s=first'
+    assert node.calls[2][2] == '--after-cursor=s=first'
     counts = dict((labels['failure'], value) for labels, value, _ts in families[_npu_metrics.FAILURES]['samples'])
     assert counts['ej0001'] >= 1 and counts['hccl_timeout'] == 0
     assert families[_npu_metrics.JOURNAL_LINES]['samples'][0][1] == len(lines) + 3

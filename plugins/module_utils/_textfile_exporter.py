@@ -123,6 +123,9 @@ def read_journal(options, state, run, now, warn):
     """The journal state after reading the unit's new lines."""
     result = run(_systemd.journal_argv(options.journalctl, options.unit, state['since'], state.get('cursor'),
                                        options.max_journal_lines), options.timeout)
+    if _systemd.journal_is_empty(result.rc, result.stdout, result.stderr):
+        # No line since the start time yet (journalctl --quiet exits 1 then): nothing to count, nothing wrong.
+        return state
     if result.rc != 0:
         return _npu_metrics.journal_failed(state, now, failure(result), warn)
     lines, cursor = _systemd.split_journal_cursor(result.stdout)

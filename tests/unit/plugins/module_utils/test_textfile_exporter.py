@@ -130,3 +130,15 @@ def test_an_unwritable_output_fails_naming_it(tmp_path):
     rc = _textfile_exporter.main(['--output', str(tmp_path / 'missing' / 'out.prom'), '--state', str(tmp_path / 's.json'),
                                   '--unit', 'vllm', '--npu-smi', '/opt/npu-smi'], run=Node(answers()).run, stderr=stderr)
     assert rc == 1 and 'missing' in stderr.getvalue()
+
+
+def test_a_unit_with_no_journal_line_yet_is_not_a_journal_failure(tmp_path):
+    # journalctl --quiet --since=@T exits 1 without output when the unit has logged nothing since T (systemd 252).
+    node = Node(answers(journalctl=lambda argv: (1, '', '')))
+    rc, _families, warnings = run_once(tmp_path, node)
+    assert rc == 0 and warnings == ''
+    assert json.loads((tmp_path / 'state.json').read_text(encoding='utf-8')) == _npu_metrics.new_state('vllm.service', 1000)
+    # A journalctl that says why it failed still is one.
+    node = Node(answers(journalctl=lambda argv: (1, '', 'Failed to open journal')))
+    rc, _families, warnings = run_once(tmp_path, node, clock=2000.0)
+    assert 'failed (rc=1): Failed to open journal); the journal is read from now on' in warnings

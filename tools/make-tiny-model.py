@@ -13,7 +13,9 @@ this script (tiny-model-corpus.txt); the weights are drawn from --seed (default 
   mixture of experts (8 routed experts, 2 per token, 1 shared; layer 0 dense, layer 1 MoE), hidden size 128.
   Two sizes cannot shrink: kv_lora_rank 512 and qk_rope_head_dim 64, because vLLM's CPU MLA kernel exists only
   for DeepSeek's real latent head size (512 + 64 = 576); and n_group / topk_group must be set (1 / 1): left unset,
-  the server starts and the first request kills its engine.
+  the server starts and the first request kills its engine. Serve it with --dtype float32 and
+  --attention-backend CPU_MLA: on a CPU with AMX, vLLM otherwise picks its AMX_MLA backend, which takes only
+  16-bit or int8 weights and fails at load on float32 ones.
 - deepseek_v2: DeepseekV2ForCausalLM, the same shape with V2's greedy expert choice.
 - qwen2: Qwen2ForCausalLM shaped like DeepSeek-R1-Distill-Qwen (the model quantization tools know by that name).
 - llama: LlamaForCausalLM, the plain dense model.

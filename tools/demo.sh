@@ -3,7 +3,7 @@
 # Ascend packages) - a Kunpeng stand-in (arm64 under qemu) and an x86_64 node - then run playbooks/site.yml against
 # both with the demo inventory, twice: the second run must change nothing. site.yml ends with the vLLM service: on
 # the arm64 node in container mode through the simulator's docker stand-in, on the x86_64 node a real vLLM (its CPU
-# build) serving a tiny random-weight model, which answers the demo's last completion. At the end: each stage's wall
+# build) serving a tiny random-weight DeepSeek-V3, which answers the demo's last completion. At the end: each stage's wall
 # time, and each site.yml run's task and changed counts.
 #
 # The x86_64 node gets the vLLM venv `make vllm-assets` built, mounted where the role keeps its venv (an overlay:
@@ -99,7 +99,7 @@ say "Starting the simulated nodes $node ($image) and $serving_node (x86_64), sys
 podman rm --force --time 5 "$node" "$serving_node" >/dev/null 2>&1 || true
 podman run --detach --name "$node" --hostname "$node" --arch "$arch" --systemd=always "$image" >/dev/null
 podman run --detach --name "$serving_node" --hostname "$serving_node" --arch amd64 --systemd=always --shm-size=1g \
-  --volume "$KAV_WHEELHOUSE:/srv/wheelhouse:ro" --volume "$KAV_TINY_MODEL:/srv/models/tiny-llama:ro" \
+  --volume "$KAV_WHEELHOUSE:/srv/wheelhouse:ro" --volume "$KAV_TINY_MODEL:/srv/models/tiny-deepseek-v3:ro" \
   "${venv_volume[@]}" localhost/debian-amd64-ci:bookworm >/dev/null
 for host in "$node" "$serving_node"; do
   state=
@@ -134,12 +134,15 @@ say "A completion from the real vLLM on $serving_node, through its endpoint"
 podman exec "$serving_node" python3 -c '
 import json, urllib.request
 request = urllib.request.Request("http://127.0.0.1:8000/v1/completions", headers={"Content-Type": "application/json"},
-    data=json.dumps({"model": "tiny-llama", "prompt": "The NPU", "max_tokens": 16, "temperature": 0}).encode())
+    data=json.dumps({"model": "tiny-deepseek-v3", "prompt": "The NPU", "max_tokens": 16, "temperature": 0}).encode())
 answer = json.load(urllib.request.urlopen(request, timeout=60))
 print("endpoint http://127.0.0.1:8000/v1 (inside %s) answered: %r (%d tokens)"
       % ("'"$serving_node"'", answer["choices"][0]["text"], answer["usage"]["completion_tokens"]))'
+# What makes it DeepSeek's path and not a dense model's: the attention and MoE backends vLLM chose, from its log.
+echo "vLLM's backends for it: $(podman exec "$serving_node" journalctl --unit=vllm.service --no-pager --output=cat |
+  grep -oE 'Using [^.]*(MLA|MoE)[^.]*' | sort -u | paste -sd ';' -)"
 echo "call it yourself: podman exec $serving_node curl -s http://127.0.0.1:8000/v1/completions -H 'Content-Type: application/json' \\"
-echo "  -d '{\"model\": \"tiny-llama\", \"prompt\": \"Hello\", \"max_tokens\": 16}'   (curl: apt-get install curl in the node)"
+echo "  -d '{\"model\": \"tiny-deepseek-v3\", \"prompt\": \"Hello\", \"max_tokens\": 16}'   (curl: apt-get install curl in the node)"
 
 printf '\n### Summary (%s; %s and x86_64 nodes)\n' "$mode" "$(podman exec "$node" uname -m)"
 printf '%s\n' "${summary[@]}"

@@ -97,14 +97,16 @@ DEEPSEEK = dict(
 ARCHITECTURES = {
     # V3's router as its checkpoints declare it (sigmoid scores, the bias-corrected top-k): vLLM reads the router's
     # e_score_correction_bias, which transformers saves, only with topk_method noaux_tc.
-    "deepseek_v3": ("DeepseekV3Config", "DeepseekV3ForCausalLM", dict(DEEPSEEK, routed_scaling_factor=2.5,
-                                                                        norm_topk_prob=True, scoring_func="sigmoid",
-                                                                        topk_method="noaux_tc")),
+    "deepseek_v3": ("DeepseekV3Config", "DeepseekV3ForCausalLM",
+                    dict(DEEPSEEK, routed_scaling_factor=2.5, norm_topk_prob=True, scoring_func="sigmoid",
+                         topk_method="noaux_tc")),
     "deepseek_v2": ("DeepseekV2Config", "DeepseekV2ForCausalLM", dict(DEEPSEEK, topk_method="greedy")),
-    "qwen2": ("Qwen2Config", "Qwen2ForCausalLM", dict(COMMON, intermediate_size=256, num_attention_heads=4,
-                                                     num_key_value_heads=2, tie_word_embeddings=False, **CONFIDENT)),
-    "llama": ("LlamaConfig", "LlamaForCausalLM", dict(COMMON, intermediate_size=256, num_attention_heads=4,
-                                                     num_key_value_heads=4, head_dim=32, tie_word_embeddings=True)),
+    "qwen2": ("Qwen2Config", "Qwen2ForCausalLM",
+              dict(COMMON, intermediate_size=256, num_attention_heads=4, num_key_value_heads=2,
+                   tie_word_embeddings=False, **CONFIDENT)),
+    "llama": ("LlamaConfig", "LlamaForCausalLM",
+              dict(COMMON, intermediate_size=256, num_attention_heads=4, num_key_value_heads=4, head_dim=32,
+                   tie_word_embeddings=True)),
 }
 
 

@@ -18,7 +18,7 @@ description:
     say, for the serving plan (filter C(kunpeng_ascend.vllm.serving_plan)) to check the serving flags against.
   - Only regular files are opened, without blocking, and at most 32 MiB of each is read; the directory is never
     listed (it may hold hundreds of GB on NFS).
-  - Real description files are not always strict JSON (C(#) comments, C(...) lines, trailing commas): they are read
+  - Real description files are not always strict JSON (C(#) comments, C(...) lines, trailing commas); they are read
     with a warning. A file that cannot be read at all is a warning and RV(model_format.format=unknown), never a
     failure; a directory that does not exist is RV(model_format.exists=false).
 author:
@@ -38,7 +38,7 @@ attributes:
 options:
   path:
     description:
-      - The model directory (on the host the module runs on: the node, or the controller with C(delegate_to)).
+      - The model directory, on the host the module runs on (the node, or the controller with C(delegate_to)).
     type: path
     required: true
 """

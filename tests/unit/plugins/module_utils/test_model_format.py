@@ -136,8 +136,8 @@ def test_reader_refuses_a_fifo_and_a_file_beyond_the_bound(tmp_path, monkeypatch
 
 # ------------------------------------------------------------------------------------------------ the decision
 
-A2 = [{'chip_family': '910B'}] * 8
-DUO = [{'chip_family': '310P'}] * 8
+A2 = ({'chip_family': '910B'},) * 8
+DUO = ({'chip_family': '310P'},) * 8
 
 
 def problems(description, quantization=None, has_npus=True, devices=A2, chips=None):

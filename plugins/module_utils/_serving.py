@@ -19,6 +19,8 @@ import ipaddress
 import json
 import re
 
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._model_format import format_problems
+
 # The valued `vllm serve` options the role sets from its own variables, in argv order: (variable, option).
 VALUED_FLAGS = (
     ('tensor_parallel_size', '--tensor-parallel-size'),
@@ -194,15 +196,16 @@ def resolve_option(name, known=GUARDED_FLAGS):
     return None if matches else ''
 
 
-def last_value(argv, flag):
+def last_value(argv, flag, known=GUARDED_FLAGS, short=None):
     """The value the last ``flag`` (any spelling: ``--flag value``, ``--flag=value``, ``_`` for ``-``, a unique
-    abbreviation) gives in ``argv``, as argparse keeps it; None when it is absent."""
+    abbreviation among ``known``, the ``short`` option) gives in ``argv``, as argparse keeps it; None when it is
+    absent."""
     value = None
     index = 0
     while index < len(argv):
         arg = argv[index]
-        name = _option_name(arg)
-        if name is not None and resolve_option(name) == flag:
+        name = short if short is not None and arg == short else _option_name(arg)
+        if name is not None and (name == short or resolve_option(name, known) == flag):
             if '=' in arg:
                 value = arg.split('=', 1)[1]
             elif index + 1 < len(argv):
@@ -642,6 +645,12 @@ def serving_plan(inputs, facts):
     port = last_value(args, '--port')
     plan.update(args=args, listen={'host': host, 'port': port}, public=not is_loopback(host),
                 url=client_url(host, port))
+    # What the model directory says against the final argv's --quantization (or -q); facts without model_format
+    # (a caller that did not read the model) decide nothing here.
+    if facts.get('model_format') is not None:
+        quantization = last_value(args, '--quantization', known=('--quantization',), short='-q')
+        plan['quantization'] = quantization
+        problems.extend(format_problems(facts['model_format'], quantization, has_npus, chips, facts.get('npu_devices')))
 
     engine = inputs.get('container_engine') or (facts.get('container_engine')
                                                 if facts.get('container_engine') in CHOICES['container_engine']

@@ -102,6 +102,11 @@ def backend_model_type(backend, source, override=''):
                         % (source['model_type'], ', '.join(source['architectures']) or 'no architectures'))
 
 
+def default_msmodelslim_config(model_type):
+    """The name of the config the role ships for a source's Hugging Face model_type."""
+    return 'msmodelslim-deepseek-w8a8.yaml' if model_type in DEEPSEEK_TYPES else 'msmodelslim-w8a8.yaml'
+
+
 def check_scheme(backend, scheme):
     if backend not in BACKENDS:
         raise QuantizeError('model_quantize_backend %r is not one of %s' % (backend, ', '.join(BACKENDS)))

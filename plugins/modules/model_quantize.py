@@ -58,19 +58,31 @@ options:
     type: str
     default: ''
   venv:
-    description: The venv that holds the backend (its C(bin/python), C(bin/msmodelslim)).
+    description: The venv that holds the backend (its C(bin/python), C(bin/msmodelslim)); required unless O(check_only).
     type: path
-    required: true
   config:
-    description: The msModelSlim config (required for V(msmodelslim)).
+    description:
+      - The msModelSlim config.
+      - Unset, C(msmodelslim-deepseek-w8a8.yaml) (DeepSeek-V2/V3 sources) or C(msmodelslim-w8a8.yaml) in O(configs_dir).
     type: path
+  configs_dir:
+    description: Where the role's msModelSlim configs are, for an unset O(config).
+    type: path
+  check_only:
+    description:
+      - Check the inputs that need no venv (source, model type, scheme, output path, calibration file when given,
+        free space) and stop, changing nothing; the role runs this before it installs anything.
+    type: bool
+    default: false
   runner:
-    description: The llm-compressor runner script (required for V(llmcompressor)).
+    description: The llm-compressor runner script (required for V(llmcompressor) unless O(check_only)).
     type: path
   calibration_file:
-    description: Calibration texts, JSON lines with a C(text) string or plain text lines (used by V(llmcompressor)).
+    description:
+      - Calibration texts, JSON lines with a C(text) string or plain text lines (used by V(llmcompressor); part of the
+        record for both).
+      - Required unless O(check_only).
     type: path
-    required: true
   device:
     description: msModelSlim's C(--device).
     type: str
@@ -168,6 +180,14 @@ def _backend_version(module, python, backend):
     return out.strip()
 
 
+def _check_space(source, output, factor):
+    parent = os.path.dirname(output) or '.'
+    if not os.path.isdir(parent):
+        raise q.QuantizeError('the parent directory of model_quantize_output %s does not exist' % output)
+    stat = os.statvfs(parent)
+    q.check_space(stat.f_bavail * stat.f_frsize, q.directory_size(source), factor, output)
+
+
 def main():
     module = AnsibleModule(
         argument_spec=dict(
@@ -176,36 +196,47 @@ def main():
             backend=dict(type='str', default='msmodelslim', choices=list(q.BACKENDS)),
             scheme=dict(type='str', default='w8a8'),
             model_type=dict(type='str', default=''),
-            venv=dict(type='path', required=True),
+            venv=dict(type='path'),
             config=dict(type='path'),
+            configs_dir=dict(type='path'),
+            check_only=dict(type='bool', default=False),
             runner=dict(type='path'),
-            calibration_file=dict(type='path', required=True),
+            calibration_file=dict(type='path'),
             device=dict(type='str', default='cpu'),
             space_factor=dict(type='float', default=q.DEFAULT_SPACE_FACTOR),
             timeout=dict(type='int', default=7200),
         ),
-        required_if=[('backend', 'msmodelslim', ['config']), ('backend', 'llmcompressor', ['runner'])],
+        required_if=[('check_only', False, ['venv', 'calibration_file']),
+                     ('backend', 'msmodelslim', ['config', 'configs_dir'], True)],
         supports_check_mode=True,
     )
     p = module.params
     source, output = p['source'].rstrip('/'), p['output'].rstrip('/')
-    python = os.path.join(p['venv'], 'bin', 'python')
+    python = os.path.join(p['venv'] or '', 'bin', 'python')
     warnings = []
+    texts = []
     try:
         q.check_scheme(p['backend'], p['scheme'])
         info = q.read_source(source)
         model_type = q.backend_model_type(p['backend'], info, p['model_type'])
         q.check_output_path(source, output)
-        try:
-            with open(p['calibration_file'], encoding='utf-8') as stream:
-                texts = q.parse_calibration(stream.read(), p['calibration_file'])
-        except (OSError, UnicodeDecodeError) as error:
-            raise q.QuantizeError('cannot read model_quantize_calibration_file %s: %s'
-                                  % (p['calibration_file'], error)) from None
-        tool = p['config'] if p['backend'] == 'msmodelslim' else p['runner']
-        if not os.path.isfile(tool):
-            raise q.QuantizeError('the %s %s is not a file' % ('config' if p['backend'] == 'msmodelslim' else 'runner',
-                                                              tool))
+        if p['calibration_file']:
+            try:
+                with open(p['calibration_file'], encoding='utf-8') as stream:
+                    texts = q.parse_calibration(stream.read(), p['calibration_file'])
+            except (OSError, UnicodeDecodeError) as error:
+                raise q.QuantizeError('cannot read model_quantize_calibration_file %s: %s'
+                                      % (p['calibration_file'], error)) from None
+        if p['backend'] == 'msmodelslim':
+            tool = p['config'] or os.path.join(p['configs_dir'], q.default_msmodelslim_config(info['model_type']))
+            what = 'model_quantize_msmodelslim_config'
+        else:
+            tool, what = p['runner'], 'the llm-compressor runner'
+        if (p['config'] or not p['check_only']) and not os.path.isfile(tool or ''):
+            raise q.QuantizeError('%s %s is not a file' % (what, tool))
+        if p['check_only']:
+            _check_space(source, output, p['space_factor'])
+            module.exit_json(changed=False, source=info, model_type=model_type)
         if not os.path.isfile(python):
             raise q.QuantizeError('model_quantize_venv %s has no bin/python' % p['venv'])
     except q.QuantizeError as error:
@@ -245,10 +276,7 @@ def main():
 
     parent = os.path.dirname(output) or '.'
     try:
-        if not os.path.isdir(parent):
-            raise q.QuantizeError('the parent directory of model_quantize_output %s does not exist' % output)
-        stat = os.statvfs(parent)
-        q.check_space(stat.f_bavail * stat.f_frsize, q.directory_size(source), p['space_factor'], output)
+        _check_space(source, output, p['space_factor'])
     except q.QuantizeError as error:
         module.fail_json(msg=str(error))
     if module.check_mode:
@@ -262,12 +290,12 @@ def main():
             stream.write(calibration)
         if p['backend'] == 'msmodelslim':
             cmd = q.msmodelslim_argv(os.path.join(p['venv'], 'bin', 'msmodelslim'), source, partial, model_type,
-                                     p['config'], p['device'])
+                                     tool, p['device'])
         else:
-            cmd = q.llmcompressor_argv(python, p['runner'], source, partial, p['scheme'], calibration_path, ignore)
+            cmd = q.llmcompressor_argv(python, tool, source, partial, p['scheme'], calibration_path, ignore)
         locale = get_best_parsable_locale(module)
         started = time.monotonic()
-        rc, out, err = module.run_command(['timeout', str(p['timeout'])] + cmd, data='', binary_data=True,
+        rc, out, err = module.run_command(['timeout', str(p['timeout'])] + cmd, data='', binary_data=True, cwd=scratch,
                                           environ_update=dict(LANG=locale, LC_ALL=locale, LC_MESSAGES=locale,
                                                               HF_HUB_OFFLINE='1', TRANSFORMERS_OFFLINE='1'))
         seconds = round(time.monotonic() - started, 1)

@@ -238,6 +238,9 @@ def main():
             _check_space(source, output, p['space_factor'])
             module.exit_json(changed=False, source=info, model_type=model_type)
         if not os.path.isfile(python):
+            if module.check_mode:
+                # The role installs the venv in the same run: without it nothing exists to keep, a run builds.
+                module.exit_json(changed=True, output=output, manifest_sha256='', record={}, summary={})
             raise q.QuantizeError('model_quantize_venv %s has no bin/python' % p['venv'])
     except q.QuantizeError as error:
         module.fail_json(msg=str(error))

@@ -232,14 +232,16 @@ def main():
             what = 'model_quantize_msmodelslim_config'
         else:
             tool, what = p['runner'], 'the llm-compressor runner'
-        if (p['config'] or not p['check_only']) and not os.path.isfile(tool or ''):
+        # The role's own config and runner are copied in the same run: check mode may find them still missing.
+        tool_missing = not os.path.isfile(tool or '')
+        if tool_missing and (p['config'] or not (p['check_only'] or module.check_mode)):
             raise q.QuantizeError('%s %s is not a file' % (what, tool))
         if p['check_only']:
             _check_space(source, output, p['space_factor'])
             module.exit_json(changed=False, source=info, model_type=model_type)
-        if not os.path.isfile(python):
+        if tool_missing or not os.path.isfile(python):
             if module.check_mode:
-                # The role installs the venv in the same run: without it nothing exists to keep, a run builds.
+                # The role installs the venv (and its files) in the same run: without them there is no output to keep.
                 module.exit_json(changed=True, output=output, manifest_sha256='', record={}, summary={})
             raise q.QuantizeError('model_quantize_venv %s has no bin/python' % p['venv'])
     except q.QuantizeError as error:

@@ -220,7 +220,9 @@ def main():
         info = q.read_source(source)
         model_type = q.backend_model_type(p['backend'], info, p['model_type'])
         q.check_output_path(source, output)
-        if p['calibration_file']:
+        # In check mode the role's built-in set may still be to copy (a user's file was read by check_only before).
+        calibration_missing = bool(p['calibration_file']) and not os.path.exists(p['calibration_file'])
+        if p['calibration_file'] and not (calibration_missing and module.check_mode and not p['check_only']):
             try:
                 with open(p['calibration_file'], encoding='utf-8') as stream:
                     texts = q.parse_calibration(stream.read(), p['calibration_file'])
@@ -239,7 +241,7 @@ def main():
         if p['check_only']:
             _check_space(source, output, p['space_factor'])
             module.exit_json(changed=False, source=info, model_type=model_type)
-        if tool_missing or not os.path.isfile(python):
+        if tool_missing or calibration_missing or not os.path.isfile(python):
             if module.check_mode:
                 # The role installs the venv (and its files) in the same run: without them there is no output to keep.
                 module.exit_json(changed=True, output=output, manifest_sha256='', record={}, summary={})

@@ -16,7 +16,7 @@ import pytest
 from ansible.module_utils import basic
 
 from ansible_collections.kunpeng_ascend.vllm.plugins.modules import model_quantize
-from ansible_collections.kunpeng_ascend.vllm.tests.helpers import ExitJson, FailJson, capture_results, run_main
+from ansible_collections.kunpeng_ascend.vllm.tests.helpers import FailJson, capture_results, run_main
 
 
 @pytest.fixture

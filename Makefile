@@ -23,6 +23,8 @@ export KAV_TINY_QWEN2 := $(KAV_CACHE)/models/tiny-qwen2
 export KAV_TINY_LLAMA := $(KAV_CACHE)/models/tiny-llama
 # Ray's wheelhouse (tools/build-ray-wheelhouse.sh), for the real Ray cluster of scenario multinode.
 export KAV_RAY_WHEELHOUSE := $(KAV_CACHE)/wheelhouse/ray-2.56.1
+# The quantization backends' wheelhouse (tools/build-quant-assets.sh), for scenario model_quantize.
+export KAV_QUANT_WHEELHOUSE := $(KAV_CACHE)/wheelhouse/quant-msmodelslim-26.1.0
 # Debian 12's promtool (tools/fetch-promtool.sh), for the tests of role monitoring's rules and configuration.
 export KAV_PROMTOOL := $(KAV_CACHE)/promtool/promtool
 
@@ -73,6 +75,7 @@ python-images: venv
 vllm-assets: venv
 	PYTHON=$(VENV)/bin/python $(TOOLS)/build-vllm-assets.sh
 	PYTHON=$(VENV)/bin/python $(TOOLS)/build-ray-wheelhouse.sh $(KAV_RAY_WHEELHOUSE)
+	$(TOOLS)/build-quant-assets.sh $(KAV_QUANT_WHEELHOUSE)
 
 # promtool from Debian 12's prometheus package, extracted into the asset cache (nothing installed on this machine).
 promtool:

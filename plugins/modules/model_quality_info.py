@@ -15,8 +15,8 @@ description:
   - Reads whether the model directory O(path) holds a quantized model (its C(config.json) declares a
     C(quantization_config), or it holds msModelSlim's C(quant_model_description*.json)), and the quality record that
     M(kunpeng_ascend.vllm.vllm_model_agreement) wrote for the manifest digest O(digest).
-  - RV(serving_problems) says why the model may not be served when serving requires a passing agreement check:
-    no record, a record of another manifest, or a failed check. Empty when the record says C(PASS).
+  - RV(serving_problems) says why the model may not be served when serving requires a passing agreement check (no
+    record, a record of another manifest, or a failed check); it is empty when the record says C(PASS).
   - Only reads; changes nothing.
 author:
   - kunpeng_ascend.vllm maintainers (@kunpeng-ascend)

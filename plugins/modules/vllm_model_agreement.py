@@ -18,8 +18,8 @@ description:
   - "For each prompt both endpoints generate O(max_tokens) tokens: the first token where the candidate's greedy text
     leaves the reference's is the first divergence. Then both score the same tokens, the prompt followed by the
     reference's continuation (vLLM's C(prompt_logprobs), teacher forcing): at each position, whether both pick the same
-    top-1 token (RV(agreement.measures.top1_agreement), the share of positions), and the log-probability each gives the
-    text's token (RV(agreement.measures.mean_abs_logprob_diff), the mean absolute difference per token in nats)."
+    top-1 token (C(top1_agreement) in RV(agreement.measures), the share of positions), and the log-probability each gives the
+    text's token (C(mean_abs_logprob_diff), the mean absolute difference per token in nats)."
   - RV(agreement.status) is C(FAIL) when a measure misses its threshold (O(min_top1_agreement),
     O(max_mean_abs_logprob_diff), O(min_first_divergence)); a C(FAIL) does not fail the module. An endpoint that does
     not answer, or answers without the token ids and log-probabilities, does.
@@ -249,7 +249,7 @@ def main(clock=time.monotonic):
             candidate=dict(type='dict', required=True, options=ENDPOINT_SPEC),
             prompts=dict(type='list', elements='str'),
             prompts_file=dict(type='path'),
-            max_tokens=dict(type='int', default=_agreement.DEFAULT_MAX_TOKENS),
+            max_tokens=dict(type='int', default=_agreement.DEFAULT_MAX_TOKENS, no_log=False),
             min_top1_agreement=dict(type='float', default=_agreement.DEFAULT_MIN_TOP1_AGREEMENT),
             max_mean_abs_logprob_diff=dict(type='float', default=_agreement.DEFAULT_MAX_MEAN_ABS_LOGPROB_DIFF),
             min_first_divergence=dict(type='int'),
@@ -288,8 +288,8 @@ def main(clock=time.monotonic):
         module.fail_json(msg='the agreement check could not run: %s' % error.msg)
     status, failures = _agreement.verdict(measures, **thresholds)
     seconds = round(clock() - started, 3)
-    per_prompt = [dict((key, item[key]) for key in ('prompt', 'prompt_tokens', 'positions', 'top1_agreeing',
-                                                     'first_divergence')) for item in compared]
+    kept = ('prompt', 'prompt_tokens', 'positions', 'top1_agreeing', 'first_divergence')
+    per_prompt = [dict((key, item[key]) for key in kept) for item in compared]
     result = dict(status=status, failures=failures, measures=measures, thresholds=thresholds, per_prompt=per_prompt,
                   record=path, seconds=seconds)
 
@@ -299,10 +299,9 @@ def main(clock=time.monotonic):
         sides = dict((side, {'url': found[side][0], 'served_model_name': found[side][1]}) for side in _agreement.SIDES)
         sides['reference']['digest'] = params['reference_digest']
         sides['candidate']['digest'] = params['candidate_digest']
+        applied = dict(thresholds, max_tokens=params['max_tokens'], prompts=len(prompts))
         text = _agreement.record_text(_agreement.record_of(
-            params['candidate_digest'], status, failures, measures, dict(thresholds, max_tokens=params['max_tokens'],
-                                                                          prompts=len(prompts)),
-            sides['reference'], sides['candidate']))
+            params['candidate_digest'], status, failures, measures, applied, sides['reference'], sides['candidate']))
         try:
             before = read_regular_file(path, _agreement.MAX_RECORD_BYTES, 'a quality record')
         except UnreadableFile as error:

@@ -84,7 +84,7 @@ def test_scoring_reads_each_positions_own_logprob_and_top1():
     top = [int(key) for key, value in second.items() if value['rank'] == 1][0]
     assert positions[0] == (second[str(sequence[1])]['logprob'], top)
     # The reference's own greedy tokens are its top-1 where it generated them, bar ties.
-    assert sum(1 for (_, top), token in zip(positions[-4:], sequence[-4:]) if top == token) >= 3
+    assert sum(1 for position, token in zip(positions[-4:], sequence[-4:]) if position[1] == token) >= 3
 
 
 @pytest.mark.parametrize('reference, candidate, expected', [
@@ -125,9 +125,12 @@ def test_a_malformed_scoring_answer_is_named(change, message):
     assert message in raised.value.msg
 
 
-@pytest.mark.parametrize('document', [[], {'choices': [{'text': 'x'}]}, {'choices': [{'prompt_token_ids': [],
-                                                                                        'token_ids': [1]}]},
-                                      {'choices': [{'prompt_token_ids': [1, True], 'token_ids': [1]}]}])
+@pytest.mark.parametrize('document', [
+    [],
+    {'choices': [{'text': 'x'}]},
+    {'choices': [{'prompt_token_ids': [], 'token_ids': [1]}]},
+    {'choices': [{'prompt_token_ids': [1, True], 'token_ids': [1]}]},
+])
 def test_a_generation_without_token_ids_is_named(document):
     with pytest.raises(AgreementError) as raised:
         _agreement.parse_generation(document, 'reference, generating')

@@ -99,8 +99,8 @@ def test_the_same_model_passes_and_the_record_is_written_once(fake_host, servers
     assert predicted['diff']['after'] == done['diff']['after']
     assert run(args)['changed'] is False
     # Every request carried the key, and the model name of its side.
-    assert {(auth, body['model']) for _, auth, body in candidate.requests} == {('Bearer ' + KEY, 'w8a8')}
-    assert {path for path, _, _ in reference.requests} == {'/v1/completions'}
+    assert {(sent[1], sent[2]['model']) for sent in candidate.requests} == {('Bearer ' + KEY, 'w8a8')}
+    assert {sent[0] for sent in reference.requests} == {'/v1/completions'}
 
 
 def test_another_model_fails_without_failing_the_module(fake_host, servers):

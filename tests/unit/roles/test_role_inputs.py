@@ -269,6 +269,10 @@ CASES = {
     'vllm_service a short API key': ('vllm_service', {'vllm_service_api_key': 'short', 'vllm_service_api_key_file': MISSING}, [
         'Set one of vllm_service_api_key and vllm_service_api_key_file, not both; the key must be 16 to 4096 printable'
         ' characters without blanks.']),
+    'vllm_service an agreement record required without a verified manifest': ('vllm_service', {
+        'vllm_service_require_agreement': True, 'vllm_service_verify_model': False}, [
+        'vllm_service_require_agreement needs vllm_service_verify_model: the agreement record is looked up by the digest'
+        ' of the manifest the model is verified against.']),
     'vllm_service the key in the extra arguments': ('vllm_service', {'vllm_service_extra_args': ['--api-key', 'k' * 20]}, [
         KEY_IN_ARGS % 'vllm_service_extra_args']),
     'vllm_service a pin that is not exact': ('vllm_service', {'vllm_service_pip_packages': ['vllm>=0.13']}, [

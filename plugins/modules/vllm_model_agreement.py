@@ -1,0 +1,323 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+
+# Copyright (c) kunpeng_ascend.vllm contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: vllm_model_agreement
+short_description: Compare a quantized model served by vLLM with its float parent, and record the result
+version_added: 0.4.0
+description:
+  - Sends the same fixed prompts, greedy (temperature 0), to two vLLM OpenAI-compatible endpoints, the O(reference)
+    (the float model) and the O(candidate) (its quantization, served with the same tokenizer), and measures through
+    vLLM's own log-probabilities how closely the candidate follows the reference.
+  - "For each prompt both endpoints generate O(max_tokens) tokens: the first token where the candidate's greedy text
+    leaves the reference's is the first divergence. Then both score the same tokens, the prompt followed by the
+    reference's continuation (vLLM's C(prompt_logprobs), teacher forcing): at each position, whether both pick the same
+    top-1 token (C(top1_agreement) in RV(agreement.measures), the share of positions), and the log-probability each gives the
+    text's token (C(mean_abs_logprob_diff), the mean absolute difference per token in nats)."
+  - RV(agreement.status) is C(FAIL) when a measure misses its threshold (O(min_top1_agreement),
+    O(max_mean_abs_logprob_diff), O(min_first_divergence)); a C(FAIL) does not fail the module. An endpoint that does
+    not answer, or answers without the token ids and log-probabilities, does.
+  - With O(candidate_digest) (the manifest SHA-256 that M(kunpeng_ascend.vllm.model_manifest) returns for the
+    candidate's directory), the result is written as the candidate's quality record,
+    C(<record_dir>/<candidate_digest>.json), which role C(vllm_service) reads before it serves a quantized model
+    (C(vllm_service_require_agreement)). The record holds no secret and no time, so the same measures leave it
+    unchanged.
+author:
+  - kunpeng_ascend.vllm maintainers (@kunpeng-ascend)
+extends_documentation_fragment:
+  - kunpeng_ascend.vllm.attributes
+attributes:
+  check_mode:
+    support: full
+    details:
+      - The requests are sent in check mode too (they change nothing); the record is not written, only predicted.
+  diff_mode:
+    support: full
+    details:
+      - The record's text before and after.
+  platform:
+    support: full
+    platforms: posix
+options:
+  reference:
+    description: The float model's endpoint.
+    type: dict
+    required: true
+    suboptions: &endpoint
+      url:
+        description: The endpoint's base URL, C(http[s]://HOST[:PORT]), without C(/v1).
+        type: str
+        required: true
+      served_model_name:
+        description: The model name the endpoint serves (the C(model) of a request).
+        type: str
+        required: true
+      api_key:
+        description: The endpoint's API key, sent as a bearer token; none for an open endpoint.
+        type: str
+  candidate:
+    description: The quantized model's endpoint; it must use the reference's tokenizer.
+    type: dict
+    required: true
+    suboptions: *endpoint
+  prompts:
+    description:
+      - The prompts. Default, six short everyday prompts (the module's C(DEFAULT_PROMPTS)), which with the default
+        O(max_tokens) fit a 256-token context.
+      - Mutually exclusive with O(prompts_file).
+    type: list
+    elements: str
+  prompts_file:
+    description: A file on the managed host with one prompt per line (blank lines skipped, C(\n) for a line break).
+    type: path
+  max_tokens:
+    description: Tokens each prompt's greedy continuation has; prompt and continuation must fit both contexts.
+    type: int
+    default: 32
+  min_top1_agreement:
+    description: The least share (0 to 1) of positions where both models pick the same top-1 token; null skips it.
+    type: float
+    default: 0.9
+  max_mean_abs_logprob_diff:
+    description: The most mean absolute log-probability difference per token, nats; null skips it.
+    type: float
+    default: 0.15
+  min_first_divergence:
+    description: The earliest token at which a free greedy generation may leave the reference's; null (default) only
+      reports it.
+    type: int
+  candidate_digest:
+    description: The SHA-256 of the candidate's model manifest; given, the result becomes its quality record.
+    type: str
+  reference_digest:
+    description: The SHA-256 of the reference's model manifest, kept in the record.
+    type: str
+  record_dir:
+    description: Where the quality records are.
+    type: path
+    default: /var/lib/kunpeng_ascend/model_quality
+  request_timeout:
+    description: Seconds each request may take.
+    type: float
+    default: 120
+notes:
+  - The endpoints are asked one request at a time, so that batching does not change the numbers between runs.
+"""
+
+EXAMPLES = r"""
+- name: Compare the W8A8 service with the float one and record the result
+  kunpeng_ascend.vllm.vllm_model_agreement:
+    reference:
+      url: http://127.0.0.1:8000
+      served_model_name: deepseek-r1-distill-qwen-7b
+      api_key: "{{ vllm_api_key }}"
+    candidate:
+      url: http://127.0.0.1:8001
+      served_model_name: deepseek-r1-distill-qwen-7b-w8a8
+      api_key: "{{ vllm_api_key }}"
+    candidate_digest: "{{ w8a8_manifest.manifest_sha256 }}"
+  register: agreement
+
+- name: Refuse a quantization that does not follow its parent
+  ansible.builtin.assert:
+    that: agreement.agreement.status == 'PASS'
+    fail_msg: "{{ agreement.agreement.failures | join('; ') }}"
+"""
+
+RETURN = r"""
+agreement:
+  description: The comparison.
+  returned: success
+  type: dict
+  contains:
+    status:
+      description: C(PASS) or C(FAIL).
+      type: str
+      sample: PASS
+    failures:
+      description: Each threshold missed, saying by how much.
+      type: list
+      elements: str
+    measures:
+      description:
+        - C(top1_agreement) (0 to 1), C(mean_abs_logprob_diff) (nats per token), C(reference_mean_logprob) and
+          C(candidate_mean_logprob) (nats per token of the scored text), C(first_divergence_min) (the earliest token
+          where a free greedy generation diverged, null when none did), C(prompts_diverged), C(prompts), C(positions).
+      type: dict
+      sample: {top1_agreement: 0.9853, mean_abs_logprob_diff: 0.0412, first_divergence_min: 11, prompts: 6}
+    thresholds:
+      description: The thresholds applied.
+      type: dict
+    per_prompt:
+      description: Each prompt's C(prompt), C(prompt_tokens), C(positions), C(top1_agreeing) and C(first_divergence).
+      type: list
+      elements: dict
+    record:
+      description: The quality record's path, null without O(candidate_digest).
+      type: str
+      sample: /var/lib/kunpeng_ascend/model_quality/5f70bf18a086007016e948b04aed3b82103a36bea41755b6cddfaf10ace3c6ef.json
+    seconds:
+      description: How long the requests took.
+      type: float
+diff:
+  description: The record before and after.
+  returned: in diff mode, with O(candidate_digest)
+  type: dict
+"""
+
+import time
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils import _agreement, _json
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._ascend_files import UnreadableFile, read_regular_file
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._atomic_write import write_atomically
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._vllm_endpoint import (
+    NotYet,
+    answered,
+    base_url,
+    mask,
+    request,
+)
+
+ENDPOINT_SPEC = dict(
+    url=dict(type='str', required=True),
+    served_model_name=dict(type='str', required=True),
+    api_key=dict(type='str', no_log=True),
+)
+PROMPTS_MAX_BYTES = 1 << 20
+
+
+def endpoints(module):
+    """{side: (base URL, served model name, key)}, each URL checked."""
+    found = {}
+    for side in _agreement.SIDES:
+        given = module.params[side]
+        try:
+            url = base_url(given['url'])
+        except ValueError as error:
+            module.fail_json(msg='%s.%s' % (side, error))
+        found[side] = (url, given['served_model_name'], given['api_key'] or None)
+    return found
+
+
+def prompts_of(module):
+    params = module.params
+    try:
+        if params['prompts_file']:
+            data = read_regular_file(params['prompts_file'], PROMPTS_MAX_BYTES, 'a prompts file')
+            if data is None:
+                module.fail_json(msg='prompts_file %s does not exist' % params['prompts_file'])
+            return _agreement.read_prompts(data.decode('utf-8', 'replace'), 'prompts_file %s' % params['prompts_file'])
+        return _agreement.check_prompts(params['prompts'] or list(_agreement.DEFAULT_PROMPTS), 'prompts')
+    except UnreadableFile as error:
+        module.fail_json(msg='prompts_file %s' % error)
+    except _agreement.AgreementError as error:
+        module.fail_json(msg=error.msg)
+
+
+def sender(module, found):
+    """send(side, body) for _agreement.compare: one POST to the side's /v1/completions, its JSON document."""
+    timeout = module.params['request_timeout']
+
+    def send(side, body):
+        url, model, key = found[side]
+        headers = {'Authorization': 'Bearer ' + key} if key else {}
+        try:
+            response = request(url + '/v1/completions', 'POST', headers, dict(body, model=model), timeout)
+        except NotYet as error:
+            raise _agreement.AgreementError('%s: %s' % (side, mask(str(error), key)))
+        if response.status != 200:
+            raise _agreement.AgreementError('%s (%s): %s' % (side, model, mask(answered(response), key)))
+        try:
+            return _json.loads(response.body)
+        except ValueError as error:
+            raise _agreement.AgreementError('%s: %s answered 200 but not with JSON (%s)' % (side, response.url, error))
+    return send
+
+
+def main(clock=time.monotonic):
+    module = AnsibleModule(
+        argument_spec=dict(
+            reference=dict(type='dict', required=True, options=ENDPOINT_SPEC),
+            candidate=dict(type='dict', required=True, options=ENDPOINT_SPEC),
+            prompts=dict(type='list', elements='str'),
+            prompts_file=dict(type='path'),
+            max_tokens=dict(type='int', default=_agreement.DEFAULT_MAX_TOKENS, no_log=False),
+            min_top1_agreement=dict(type='float', default=_agreement.DEFAULT_MIN_TOP1_AGREEMENT),
+            max_mean_abs_logprob_diff=dict(type='float', default=_agreement.DEFAULT_MAX_MEAN_ABS_LOGPROB_DIFF),
+            min_first_divergence=dict(type='int'),
+            candidate_digest=dict(type='str'),
+            reference_digest=dict(type='str'),
+            record_dir=dict(type='path', default=_agreement.RECORD_DIR),
+            request_timeout=dict(type='float', default=120.0),
+        ),
+        mutually_exclusive=[('prompts', 'prompts_file')],
+        supports_check_mode=True,
+    )
+    params = module.params
+    thresholds = dict(min_top1_agreement=params['min_top1_agreement'],
+                      max_mean_abs_logprob_diff=params['max_mean_abs_logprob_diff'],
+                      min_first_divergence=params['min_first_divergence'])
+    problems = _agreement.threshold_problems(max_tokens=params['max_tokens'], **thresholds)
+    if params['request_timeout'] <= 0:
+        problems.append('request_timeout must be more than 0 seconds, not %s' % params['request_timeout'])
+    path = None
+    for option in ('candidate_digest', 'reference_digest'):
+        if params[option] is not None and not _agreement.DIGEST.match(params[option]):
+            problems.append('%s must be a SHA-256 (64 lowercase hex digits), the manifest_sha256 that model_manifest '
+                            'returns, not %r' % (option, params[option]))
+    if params['candidate_digest'] is not None and not problems:
+        path = _agreement.record_path(params['candidate_digest'], params['record_dir'])
+    if problems:
+        module.fail_json(msg='; '.join(problems))
+    found = endpoints(module)
+    prompts = prompts_of(module)
+
+    started = clock()
+    try:
+        compared = _agreement.compare(prompts, params['max_tokens'], sender(module, found))
+        measures = _agreement.summarize(compared)
+    except _agreement.AgreementError as error:
+        module.fail_json(msg='the agreement check could not run: %s' % error.msg)
+    status, failures = _agreement.verdict(measures, **thresholds)
+    seconds = round(clock() - started, 3)
+    kept = ('prompt', 'prompt_tokens', 'positions', 'top1_agreeing', 'first_divergence')
+    per_prompt = [dict((key, item[key]) for key in kept) for item in compared]
+    result = dict(status=status, failures=failures, measures=measures, thresholds=thresholds, per_prompt=per_prompt,
+                  record=path, seconds=seconds)
+
+    changed = False
+    diff = None
+    if path:
+        sides = dict((side, {'url': found[side][0], 'served_model_name': found[side][1]}) for side in _agreement.SIDES)
+        sides['reference']['digest'] = params['reference_digest']
+        sides['candidate']['digest'] = params['candidate_digest']
+        applied = dict(thresholds, max_tokens=params['max_tokens'], prompts=len(prompts))
+        text = _agreement.record_text(_agreement.record_of(
+            params['candidate_digest'], status, failures, measures, applied, sides['reference'], sides['candidate']))
+        try:
+            before = read_regular_file(path, _agreement.MAX_RECORD_BYTES, 'a quality record')
+        except UnreadableFile as error:
+            module.fail_json(msg='the quality record %s' % error)
+        before = before.decode('utf-8', 'replace') if before is not None else ''
+        changed = before != text
+        diff = dict(before=before, after=text)
+        if changed and not module.check_mode:
+            try:
+                write_atomically(module, path, text.encode('utf-8'))
+            except OSError as error:
+                module.fail_json(msg='the quality record %s could not be written: %s (record_dir)' % (path, error))
+    if diff is not None and module._diff:
+        module.exit_json(changed=changed, agreement=result, diff=diff)
+    module.exit_json(changed=changed, agreement=result)
+
+
+if __name__ == '__main__':
+    main()

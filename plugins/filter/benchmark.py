@@ -18,6 +18,8 @@ from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._benchmark imp
     SUMMARY_SCHEMA,
     BenchmarkError,
     best_point,
+    compare_target_problems,
+    comparison,
     csv_text,
     grid_points,
     max_concurrency_meeting_targets,
@@ -25,6 +27,7 @@ from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._benchmark imp
     optimization_columns,
     optimization_rows,
     parse_targets,
+    priority_problems,
     results_rows,
 )
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._serving import SERVING_PARAMS
@@ -115,7 +118,10 @@ def benchmark_summary(runs, targets, points=None, objective=None, run_id=None):
                        'runs': len(mine),
                        'max_concurrency_meeting_targets': max_concurrency_meeting_targets(sweep) if sweep else None}
     summary = {'schema': SUMMARY_SCHEMA, 'run_id': run_id, 'targets': benchmark_targets(targets), 'hosts': hosts,
-               'grid': None, 'results_csv': csv_text(results_rows(runs), RESULTS_COLUMNS), 'optimization_csv': None}
+               'grid': None, 'results_csv': csv_text(results_rows(runs), RESULTS_COLUMNS), 'optimization_csv': None,
+               'comparison': [dict(run['comparison'], host=run['host'], label=run['label'],
+                                   max_concurrency=run['config']['load']['max_concurrency'])
+                              for run in runs if run.get('comparison')]}
     if points:
         axes = {}
         for point in points:
@@ -135,8 +141,36 @@ def soak_input_problems(values, prefix='vllm_benchmark_soak_'):
     return input_problems(values, prefix)
 
 
+def benchmark_input_problems(values, prefix='vllm_benchmark_'):
+    """What is wrong with the priority class and the second target (``{priority_share, priority, compare}``), each
+    problem naming the variable; [] when they can run."""
+    if not isinstance(values, dict) or set(values) != set(('priority_share', 'priority', 'compare')):
+        raise AnsibleFilterError('benchmark_input_problems takes a dict of priority_share, priority and compare')
+    return (priority_problems(values['priority_share'], values['priority'], prefix)
+            + compare_target_problems(values['compare'], prefix + 'compare'))
+
+
+def benchmark_comparison(run, other, target, quality=None):
+    """The comparison of a run of the service (``run``, the vllm_benchmark module's result) with the same load's run
+    against the second target (``other``): the target without its key, its status and metrics, the ratios candidate
+    / baseline, and the candidate's quality record (``quality``: model_quality_info's result, or null)."""
+    problems = compare_target_problems(target, 'target')
+    if problems:
+        raise AnsibleFilterError('benchmark_comparison: %s' % '; '.join(problems))
+    role = target.get('role') or 'candidate'
+    record = None
+    if quality:
+        record = {'record_path': quality.get('record_path'), 'quantized': quality.get('quantized'),
+                  'status': (quality.get('record') or {}).get('status'),
+                  'problems': list(quality.get('serving_problems') or [])}
+    return {'target': dict((key, target.get(key)) for key in ('base_url', 'model', 'tokenizer', 'candidate_digest')),
+            'role': role, 'status': other['status'], 'metrics': other['metrics'],
+            'ratios': comparison(run['metrics'], other['metrics'], role), 'quality': record}
+
+
 class FilterModule:
     def filters(self):
         return {'benchmark_targets': benchmark_targets, 'benchmark_grid': benchmark_grid,
                 'benchmark_point_config': benchmark_point_config, 'benchmark_summary': benchmark_summary,
-                'soak_input_problems': soak_input_problems}
+                'soak_input_problems': soak_input_problems, 'benchmark_input_problems': benchmark_input_problems,
+                'benchmark_comparison': benchmark_comparison}

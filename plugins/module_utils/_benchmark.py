@@ -17,6 +17,7 @@ import csv
 import io
 import itertools
 import math
+import re
 
 RUN_SCHEMA = 'kunpeng_ascend.vllm/benchmark-run/1'
 SUMMARY_SCHEMA = 'kunpeng_ascend.vllm/benchmark-summary/1'
@@ -377,3 +378,197 @@ def sample_until_done(poll, samplers, interval, deadline, clock, sleep):
         while tick <= clock():
             tick += interval
         sleep(max(0.0, min(tick, deadline) - clock()))
+
+
+# ----------------------------------------------------------------------------- priority classes
+# vLLM with --scheduling-policy priority takes a request's ``priority`` (an integer, default 0; lower is served
+# earlier). The benchmark sends a share of its requests with a priority below 0 in a load generator of their own,
+# beside the rest's, and reports each class apart.
+PRIORITY_CLASS = 'priority'
+REST_CLASS = 'rest'
+CLASSES = (PRIORITY_CLASS, REST_CLASS)
+DEFAULT_PRIORITY = 0
+# Below this share of the priority class's time run beside the rest, the classes' latencies compare little.
+PRIORITY_OVERLAP_LOW = 0.5
+# The per-request lists of vllm bench serve's result (--save-detailed) that the classes' merge reads.
+DETAIL_KEYS = ('ttfts', 'itls', 'latencies', 'start_times', 'output_lens', 'input_lens', 'errors')
+
+
+def priority_problems(share, priority, prefix='vllm_benchmark_'):
+    """What is wrong with the priority share (null: no priority class) and the priority, each problem naming the
+    variable; [] when they can run."""
+    problems = []
+    if share is not None:
+        value = _number(share)
+        if value is None or not 0 < value <= 1:
+            problems.append('%spriority_share must be null (no priority class) or a number above 0 and up to 1, the '
+                            'share of the requests sent with %spriority; got %r' % (prefix, prefix, share))
+    if isinstance(priority, bool) or not isinstance(priority, int) or priority >= DEFAULT_PRIORITY:
+        problems.append('%spriority must be an integer below %d (vLLM serves lower values first, and the other '
+                        'requests have %d); got %r' % (prefix, DEFAULT_PRIORITY, DEFAULT_PRIORITY, priority))
+    return problems
+
+
+def priority_loads(num_prompts, max_concurrency, request_rate, share):
+    """The load of each class (``{class: {num_prompts, max_concurrency, request_rate}}``; the rest None when the
+    share is 1): the share of the requests, of the concurrency and of the rate (a string, ``inf`` or requests/s),
+    each class at least one request and one in flight (when the share is below 1 and there are two requests or more),
+    so that together they send ``num_prompts`` requests."""
+    # A share below 1 leaves the rest one request at least.
+    prompts = min(num_prompts if share >= 1 else max(1, num_prompts - 1), max(1, int(round(num_prompts * share))))
+    concurrency = min(max_concurrency, max(1, int(round(max_concurrency * share))))
+    rates = (request_rate, request_rate)
+    if request_rate != 'inf':
+        rate = float(request_rate)
+        rates = ('%g' % (rate * share), '%g' % (rate * (1 - share)))
+    loads = {PRIORITY_CLASS: {'num_prompts': prompts, 'max_concurrency': concurrency, 'request_rate': rates[0]},
+             REST_CLASS: None}
+    if prompts < num_prompts:
+        loads[REST_CLASS] = {'num_prompts': num_prompts - prompts,
+                             'max_concurrency': max(1, max_concurrency - concurrency), 'request_rate': rates[1]}
+    return loads
+
+
+def _percentile(ordered, percent):
+    """The percentile of sorted values, interpolated linearly between the nearest ranks (numpy's default, as vllm
+    bench serve computes its own)."""
+    position = (len(ordered) - 1) * percent / 100.0
+    low = int(math.floor(position))
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
+
+
+def _statistics(values):
+    ordered = sorted(values)
+    if not ordered:
+        return dict.fromkeys(STATISTICS)
+    stats = {'mean': sum(ordered) / len(ordered)}
+    stats.update(('p' + percent, _percentile(ordered, float(percent))) for percent in PERCENTILES)
+    return stats
+
+
+def _requests(result, where):
+    """One dict per request of a detailed vllm bench result (``where`` names it in the error)."""
+    lists = [result.get(key) for key in DETAIL_KEYS]
+    if not all(isinstance(values, list) for values in lists) or len(set(len(values) for values in lists)) != 1:
+        raise BenchmarkError('%s has no per-request lists (%s) of one length: was it run with --save-detailed?'
+                             % (where, ', '.join(DETAIL_KEYS)))
+    return [dict(zip(DETAIL_KEYS, row)) for row in zip(*lists)]
+
+
+def merged_metrics(results):
+    """The metrics (as metrics_from_vllm_bench's) of every request of several detailed vllm bench results run at
+    the same time on one host (``{name: result}``), computed as vllm bench serve computes them: percentiles over the
+    successful requests, TPOT of requests of two tokens or more, ITL over every gap, and the throughputs over the
+    time from the first request's start to the last one's end (the start times are one monotonic clock)."""
+    metrics = dict.fromkeys(METRICS)
+    done = []
+    failed = 0
+    for name, result in sorted(results.items()):
+        for request in _requests(result, 'the result of %s' % name):
+            if request['errors'] or _number(request['latencies']) is None or not request['latencies'] > 0:
+                failed += 1
+            else:
+                done.append(request)
+    metrics['completed'], metrics['failed'] = len(done), failed
+    if not done:
+        return metrics
+    start = min(request['start_times'] for request in done)
+    duration = max(request['start_times'] + request['latencies'] for request in done) - start
+    output = sum(request['output_lens'] for request in done)
+    metrics['duration_s'] = duration
+    if duration > 0:
+        metrics['request_throughput'] = len(done) / duration
+        metrics['output_throughput'] = output / duration
+        metrics['total_token_throughput'] = (output + sum(request['input_lens'] for request in done)) / duration
+    values = {'ttft': [request['ttfts'] for request in done],
+              'tpot': [(request['latencies'] - request['ttfts']) / (request['output_lens'] - 1) for request in done
+                       if request['output_lens'] > 1],
+              'itl': [gap for request in done for gap in request['itls']],
+              'e2el': [request['latencies'] for request in done]}
+    for latency in LATENCIES:
+        for statistic, value in _statistics(values[latency]).items():
+            metrics['%s_ms_%s' % (latency, statistic)] = None if value is None else value * 1000.0
+    return metrics
+
+
+def _span(result):
+    """(first start, last end) of a detailed result's successful requests, or None."""
+    done = [request for request in _requests(result, 'a result') if not request['errors']
+            and _number(request['latencies']) is not None and request['latencies'] > 0]
+    if not done:
+        return None
+    return (min(request['start_times'] for request in done),
+            max(request['start_times'] + request['latencies'] for request in done))
+
+
+def priority_overlap(results):
+    """The share (0 to 1) of the priority class's time, from its first request's start to its last one's end, that
+    the rest's requests were running too (the two load generators start apart); None without both classes."""
+    if PRIORITY_CLASS not in results or REST_CLASS not in results:
+        return None
+    mine, theirs = _span(results[PRIORITY_CLASS]), _span(results[REST_CLASS])
+    if mine is None or theirs is None:
+        return None
+    shared = min(mine[1], theirs[1]) - max(mine[0], theirs[0])
+    return max(0.0, shared) / (mine[1] - mine[0]) if mine[1] > mine[0] else 0.0
+
+
+def class_report(name, priority, load, metrics):
+    """A class's entry in the run: its priority, load and count, and its latencies (as ``metrics``)."""
+    return {'class': name, 'priority': priority, 'num_prompts': load['num_prompts'],
+            'max_concurrency': load['max_concurrency'], 'request_rate': load['request_rate'],
+            'completed': metrics['completed'], 'failed': metrics['failed'],
+            'metrics': dict((key, metrics[key]) for key in COUNT_METRICS + RATE_METRICS + LATENCY_METRICS)}
+
+
+# ----------------------------------------------------------------------------- a second target compared
+COMPARE_ROLES = ('candidate', 'baseline')
+COMPARE_KEYS = ('base_url', 'model', 'tokenizer', 'api_key', 'role', 'candidate_digest')
+# The metrics whose ratio candidate / baseline the comparison gives: above 1 is faster for a throughput, slower for
+# a latency.
+RATIO_METRICS = ('request_throughput', 'output_throughput', 'total_token_throughput', 'ttft_ms_p50', 'ttft_ms_p99',
+                 'tpot_ms_p50', 'tpot_ms_p99', 'e2el_ms_p50', 'e2el_ms_p99')
+_URL = re.compile(r'https?://[A-Za-z0-9.\-\[\]:]+(/[A-Za-z0-9._~/-]*)?\Z')
+_DIGEST = re.compile(r'[0-9a-f]{64}\Z')
+
+
+def compare_target_problems(target, option='vllm_benchmark_compare'):
+    """What is wrong with the second target (null: none), each problem naming ``option`` and the key; []."""
+    if target is None:
+        return []
+    if not isinstance(target, dict):
+        return ['%s must be null or a dict {base_url, model, tokenizer, and optionally api_key, role, '
+                'candidate_digest}; got %r' % (option, target)]
+    problems = ['%s has unknown key %s: the keys are %s' % (option, key, ', '.join(COMPARE_KEYS))
+                for key in sorted(str(key) for key in target if key not in COMPARE_KEYS)]
+    for key, accepts in (('base_url', 'the URL of its OpenAI-compatible server, http(s)://host:port, without /v1'),
+                         ('model', 'the model name it serves'),
+                         ('tokenizer', "its model directory on the node, for the load generator's tokenizer")):
+        value = target.get(key)
+        if not isinstance(value, str) or not value.strip() or any(ord(char) < 32 for char in value):
+            problems.append('%s.%s must be %s; got %r' % (option, key, accepts, value))
+    if isinstance(target.get('base_url'), str) and target['base_url'].strip() and not _URL.match(target['base_url']):
+        problems.append('%s.base_url must be http(s)://host:port (no query, no /v1 needed); got %r'
+                        % (option, target['base_url']))
+    if target.get('api_key') is not None and not isinstance(target['api_key'], str):
+        problems.append('%s.api_key must be a string or null' % option)
+    if target.get('role', 'candidate') not in COMPARE_ROLES:
+        problems.append('%s.role must be candidate (the service is the baseline) or baseline (the service is the '
+                        'candidate); got %r' % (option, target.get('role')))
+    digest = target.get('candidate_digest')
+    if digest is not None and not (isinstance(digest, str) and _DIGEST.match(digest)):
+        problems.append("%s.candidate_digest must be null or the SHA-256 (64 lowercase hex digits) of the candidate "
+                        "model's manifest; got %r" % (option, digest))
+    return problems
+
+
+def comparison(service_metrics, other_metrics, role='candidate'):
+    """The ratios candidate / baseline of RATIO_METRICS (None where either lacks the metric or the baseline's is 0):
+    the other target is the candidate unless ``role`` is baseline."""
+    candidate, baseline = (other_metrics, service_metrics) if role == 'candidate' else (service_metrics, other_metrics)
+    ratios = {}
+    for key in RATIO_METRICS:
+        over, under = _number(candidate.get(key)), _number(baseline.get(key))
+        ratios[key] = over / under if over is not None and under else None
+    return ratios

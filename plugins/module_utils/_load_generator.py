@@ -61,9 +61,10 @@ def argument_spec():
     )
 
 
-def bench_argv(params, work_dir):
+def bench_argv(params, work_dir, result_file=RESULT_FILE, extra=()):
     """``vllm bench serve``'s argv from the module's ``params`` (command, backend, base_url, endpoint, model,
-    tokenizer, input_len, output_len, num_prompts, max_concurrency, request_rate, seed, extra_args)."""
+    tokenizer, input_len, output_len, num_prompts, max_concurrency, request_rate, seed, extra_args), its result
+    written to ``result_file`` in ``work_dir``, with the arguments ``extra`` before extra_args."""
     argv = list(params['command']) + [
         'bench', 'serve', '--backend', params['backend'], '--base-url', params['base_url'],
         '--endpoint', params['endpoint'], '--model', params['model'], '--served-model-name', params['model'],
@@ -72,8 +73,8 @@ def bench_argv(params, work_dir):
         '--num-prompts', str(params['num_prompts']), '--max-concurrency', str(params['max_concurrency']),
         '--request-rate', str(params['request_rate']), '--seed', str(params['seed']), '--ignore-eos',
         '--percentile-metrics', 'ttft,tpot,itl,e2el', '--metric-percentiles', ','.join(PERCENTILES),
-        '--save-result', '--result-dir', work_dir, '--result-filename', RESULT_FILE, '--disable-tqdm']
-    return argv + list(params['extra_args'])
+        '--save-result', '--result-dir', work_dir, '--result-filename', result_file, '--disable-tqdm']
+    return argv + list(extra) + list(params['extra_args'])
 
 
 def output_tail(result):
@@ -147,7 +148,7 @@ class LoadGenerator:
         return self.outcome['result'], self.outcome['moment']
 
 
-def read_bench_result(module, result, work_dir, base_url, warn, killed_msg):
+def read_bench_result(module, result, work_dir, base_url, warn, killed_msg, result_file=RESULT_FILE):
     """(raw result, metrics) of the run that ``result`` (its CommandResult) ended; fails the module, with the load
     generator's output, when it was killed (``killed_msg``: which limit to raise), failed, or left no readable
     result."""
@@ -156,7 +157,7 @@ def read_bench_result(module, result, work_dir, base_url, warn, killed_msg):
     if result.rc != 0:
         module.fail_json(msg='vllm bench serve failed with exit code %d against %s (see stdout and stderr)'
                              % (result.rc, base_url), **output_tail(result))
-    result_path = os.path.join(work_dir, RESULT_FILE)
+    result_path = os.path.join(work_dir, result_file)
     try:
         data = read_regular_file(result_path, RESULT_MAX_BYTES, 'a vllm bench result')
         if data is None:
@@ -172,8 +173,8 @@ def read_bench_result(module, result, work_dir, base_url, warn, killed_msg):
         module.fail_json(msg='%s: %s' % (result_path, error.msg), **output_tail(result))
 
 
-def remove_old_result(work_dir):
-    path = os.path.join(work_dir, RESULT_FILE)
+def remove_old_result(work_dir, result_file=RESULT_FILE):
+    path = os.path.join(work_dir, result_file)
     if os.path.exists(path):
         os.unlink(path)
 

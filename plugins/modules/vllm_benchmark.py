@@ -80,6 +80,21 @@ options:
     description: Seconds the load generator may run before it is killed and the module fails.
     type: int
     default: 3600
+  priority_share:
+    description:
+      - The share (above 0, up to 1) of the requests sent with the priority O(priority); not set, every request has
+        vLLM's default priority 0 and one load generator runs.
+      - "With a share, two load generators run at the same time: one sends that share of O(num_prompts) with
+        O(priority) in the request body, at that share of O(max_concurrency) and of O(request_rate) (one request
+        and one in flight at least); the other the rest, at the rest of them (one in flight at least, so the total
+        in flight is one more than O(max_concurrency) when that is 1). RV(benchmark.classes) gives each class apart,
+        RV(benchmark.metrics) every request together."
+      - The server must run with C(--scheduling-policy priority); vLLM refuses a priority other than 0 otherwise.
+    type: float
+  priority:
+    description: The priority of the share's requests; vLLM serves lower values first, the others have 0.
+    type: int
+    default: -1
 notes:
   - The load generator runs under a parsable locale and coreutils C(timeout) (O(timeout)), which stops it and its
     children.
@@ -141,33 +156,55 @@ benchmark:
       type: list
       elements: dict
     vllm_bench:
-      description: The result file of C(vllm bench serve), without its per-request lists.
+      description:
+        - The result file of C(vllm bench serve), without its per-request lists.
+        - With O(priority_share), one such result per class, C({priority: {...}, rest: {...}}).
       type: dict
+    classes:
+      description:
+        - With O(priority_share), each class of requests, C(priority) then C(rest) (none when the share is 1), as
+          C({class, priority, num_prompts, max_concurrency, request_rate, completed, failed, argv, overlap,
+          metrics}), C(overlap) the share of the priority class's time the rest ran beside it (the module warns
+          below 0.5), C(metrics) those of RV(benchmark.metrics) but the NPU and load-generator ones, from its own load
+          generator; an empty list without it.
+      type: list
+      elements: dict
     warnings:
       description: The warnings of the run.
       type: list
       elements: str
 """
 
+import json
 import os
 import time
 
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._benchmark import (
+    DEFAULT_PRIORITY,
     LOADGEN_BUSY_PERCENT,
+    PRIORITY_CLASS,
+    PRIORITY_OVERLAP_LOW,
+    REST_CLASS,
     BenchmarkError,
+    class_report,
     cpu_percent_in_window,
     cpu_percent_series,
     evaluate_targets,
     in_window,
+    merged_metrics,
     parse_targets,
+    priority_loads,
+    priority_overlap,
+    priority_problems,
     sample_until_done,
     scalar_fields,
     summarize_npu_samples,
 )
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._command import KILL_AFTER_SECONDS, CommandRunner
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._load_generator import (
+    RESULT_FILE,
     LoadGenerator,
     NpuSampler,
     ProcessReader,
@@ -199,8 +236,33 @@ def check_params(module, params):
         problems.append('command must name vLLM\'s CLI, such as [/opt/vllm/venv/bin/vllm]')
     if not os.path.isdir(params['work_dir']):
         problems.append('work_dir %s is not a directory' % params['work_dir'])
+    problems.extend(priority_problems(params['priority_share'], params['priority'], prefix=''))
     if problems:
         module.fail_json(msg='; '.join(problems))
+
+
+def load_generators(module, params, work_dir, clock):
+    """The load generators of the run, each ``{class, priority, loads, argv, result_file, load}``: one (class None)
+    without priority_share; with it, the priority class's and the rest's (none when the share is 1), each with its
+    result file and the per-request lists the merge of the classes reads."""
+    if params['priority_share'] is None:
+        plan = [(None, None, params, RESULT_FILE, ())]
+    else:
+        loads = priority_loads(params['num_prompts'], params['max_concurrency'], params['request_rate'],
+                               params['priority_share'])
+        plan = [(name, priority, loads[name], 'vllm-bench-result-%s.json' % name,
+                 (['--extra-body', json.dumps({'priority': priority})] if priority else []) + ['--save-detailed'])
+                for name, priority in ((PRIORITY_CLASS, params['priority']), (REST_CLASS, DEFAULT_PRIORITY))
+                if loads[name] is not None]
+    gens = []
+    for name, priority, load, result_file, extra in plan:
+        remove_old_result(work_dir, result_file)
+        argv = bench_argv(dict(params, **dict((key, load[key]) for key in ('num_prompts', 'max_concurrency',
+                                                                             'request_rate'))),
+                          work_dir, result_file, extra)
+        gens.append({'class': name, 'priority': priority, 'loads': load, 'argv': argv, 'result_file': result_file,
+                     'load': LoadGenerator(module, argv, params['api_key'], params['timeout'], clock)})
+    return gens
 
 
 def main(clock=time.monotonic, sleep=time.sleep, processes=None):
@@ -218,6 +280,8 @@ def main(clock=time.monotonic, sleep=time.sleep, processes=None):
             measure_loadgen_cpu=dict(type='bool', default=True),
             targets=dict(type='list', elements='dict', default=[]),
             timeout=dict(type='int', default=3600),
+            priority_share=dict(type='float'),
+            priority=dict(type='int', default=-1),
         ),
         supports_check_mode=False,
     )
@@ -234,31 +298,59 @@ def main(clock=time.monotonic, sleep=time.sleep, processes=None):
     runner = CommandRunner(module, max(10, int(params['sample_interval'] * 5)))
 
     work_dir = params['work_dir']
-    remove_old_result(work_dir)
-    argv = bench_argv(params, work_dir)
-    load = LoadGenerator(module, argv, params['api_key'], params['timeout'], clock)
+    gens = load_generators(module, params, work_dir, clock)
     npus = NpuSampler(runner, npu_smi, params['npu_ids'], warnings)
     cpu_samples = []
-    load.start()
-    tree = {}
+    for gen in gens:
+        gen['load'].start()
+    started = min(gen['load'].started for gen in gens)
+    roots, last = {}, {}
 
     def sample_cpu(moment):
-        # The thread may not have started the load generator yet at the first samples.
-        if not tree.get('root'):
-            tree['root'] = processes.find_child(argv)
-        seconds = processes.tree_cpu_seconds(tree['root']) if tree['root'] else None
-        if seconds is not None:
-            cpu_samples.append({'t': moment, 'cpu_seconds': seconds})
+        # A thread may not have started its load generator yet at the first samples; one that ended keeps the CPU
+        # time it was last seen with.
+        for index, gen in enumerate(gens):
+            if not roots.get(index):
+                roots[index] = processes.find_child(gen['argv'])
+            seconds = processes.tree_cpu_seconds(roots[index]) if roots[index] else None
+            if seconds is not None:
+                last[index] = seconds
+        if last:
+            cpu_samples.append({'t': moment, 'cpu_seconds': sum(last.values())})
+
+    def poll():
+        return 0 if all(gen['load'].poll() is not None for gen in gens) else None
 
     samplers = ([sample_cpu] if params['measure_loadgen_cpu'] else []) + ([npus] if npu_smi else [])
-    # The runner's time limit stops the load generator; this one only bounds the sampling should that fail.
-    sample_until_done(load.poll, samplers, params['sample_interval'],
-                      load.started + params['timeout'] + KILL_AFTER_SECONDS + 30, clock, sleep)
-    result, ended = load.wait()
-    raw, metrics = read_bench_result(
-        module, result, work_dir, params['base_url'], warnings,
-        'the load generator ran longer than timeout (%d s) and was killed; raise timeout or lower num_prompts'
-        % params['timeout'])
+    # The runner's time limit stops the load generators; this one only bounds the sampling should that fail.
+    sample_until_done(poll, samplers, params['sample_interval'],
+                      started + params['timeout'] + KILL_AFTER_SECONDS + 30, clock, sleep)
+    for gen in gens:
+        result, gen['ended'] = gen['load'].wait()
+        gen['ended'] += gen['load'].started - started
+        raw, gen['metrics'] = read_bench_result(
+            module, result, work_dir, params['base_url'], warnings,
+            'the load generator ran longer than timeout (%d s) and was killed; raise timeout or lower num_prompts'
+            % params['timeout'], gen['result_file'])
+        gen['raw'] = raw
+    if params['priority_share'] is None:
+        metrics, argv = gens[0]['metrics'], gens[0]['argv']
+        vllm_bench, classes = scalar_fields(gens[0]['raw']), []
+    else:
+        try:
+            metrics = merged_metrics(dict((gen['class'], gen['raw']) for gen in gens))
+        except BenchmarkError as error:
+            module.fail_json(msg=error.msg, **output_tail(result))
+        argv = gens[-1]['argv']
+        vllm_bench = dict((gen['class'], scalar_fields(gen['raw'])) for gen in gens)
+        overlap = priority_overlap(dict((gen['class'], gen['raw']) for gen in gens))
+        classes = [dict(class_report(gen['class'], gen['priority'], gen['loads'], gen['metrics']), argv=gen['argv'],
+                        overlap=overlap) for gen in gens]
+        if overlap is not None and overlap < PRIORITY_OVERLAP_LOW:
+            warnings('the priority class ran only %.0f %% of its time beside the rest (its load generator started '
+                     'apart): their latencies compare little; raise num_prompts' % (100 * overlap))
+    ended = max(gen['ended'] for gen in gens)
+    began = min(gen['ended'] - (gen['metrics']['duration_s'] or 0.0) for gen in gens)
     npu_samples = npus.samples
 
     if not metrics['completed']:
@@ -270,7 +362,7 @@ def main(clock=time.monotonic, sleep=time.sleep, processes=None):
         warnings('%d of %d requests failed: the run is FAIL; see the server\'s log'
                  % (metrics['failed'], metrics['failed'] + metrics['completed']))
 
-    window = (max(0.0, ended - metrics['duration_s']), ended)
+    window = (max(0.0, began), ended)
     metrics.update(summarize_npu_samples(in_window(npu_samples, window)))
     if npu_smi and not npus.errors and metrics['npu_aicore_percent_mean'] is None:
         warnings('no NPU reading fell inside the %.2f s benchmark: lower sample_interval or raise num_prompts'
@@ -285,7 +377,7 @@ def main(clock=time.monotonic, sleep=time.sleep, processes=None):
     evaluated, status = evaluate_targets(metrics, targets)
     run = dict(argv=argv, metrics=metrics, targets=evaluated, status=status, window=[round(t, 3) for t in window],
                npu_samples=npu_samples, loadgen_samples=cpu_percent_series(cpu_samples),
-               vllm_bench=scalar_fields(raw), warnings=list(warnings.messages))
+               vllm_bench=vllm_bench, classes=classes, warnings=list(warnings.messages))
     warnings.emit(module.warn)
     module.exit_json(changed=False, benchmark=run)
 

@@ -18,7 +18,9 @@ The benchmark report: one self-contained HTML file made from a benchmark run dir
   metadata): ``latency_png``, ``throughput_png``, ``grid_png``, ``timeline_png``, ``soak_png``;
 * a soak run (a run file with a ``soak`` object, as the role's entry point soak writes it): its verdict, each check
   with the measured growth or count against its threshold, the memory over time with the fitted lines, and the
-  known failures its journal showed.
+  known failures its journal showed;
+* a run with a priority class (``classes``): each class's priority, load, count and latency percentiles; a run with a
+  second target (``comparison``): its status and the ratios candidate / baseline, and the candidate's quality record.
 
 A metric that is missing, null or not a number is shown as "n/a" and left out of the plots.
 """
@@ -181,6 +183,10 @@ def _normalise_run(document, path, host_dir):
         'vllm_bench': _dict(document.get('vllm_bench')),
         # A soak run's samples, fits and verdict (vllm_soak's result); None for the runs of a sweep or a grid.
         'soak': _dict(document.get('soak')) or None,
+        # The priority class and the rest, each with its count and latencies (a run with a priority share).
+        'classes': _list_of_dicts(document.get('classes')),
+        # The same load against a second target, and the ratios candidate / baseline.
+        'comparison': _dict(document.get('comparison')) or None,
     }
 
 
@@ -738,6 +744,72 @@ def _soaks_html(runs):
     return '<h2>Soak</h2>' + ''.join(out)
 
 
+# The latencies each class shows: (metric, heading).
+CLASS_COLUMNS = [('ttft_ms_p50', 'TTFT p50 ms'), ('ttft_ms_p90', 'TTFT p90 ms'), ('ttft_ms_p99', 'TTFT p99 ms'),
+                 ('e2el_ms_p50', 'E2E p50 ms'), ('e2el_ms_p90', 'E2E p90 ms'), ('e2el_ms_p99', 'E2E p99 ms'),
+                 ('tpot_ms_p50', 'TPOT p50 ms')]
+# The ratios the comparison shows: (metric, heading).
+RATIO_COLUMNS = [('output_throughput', 'out tok/s'), ('request_throughput', 'req/s'), ('ttft_ms_p50', 'TTFT p50'),
+                 ('ttft_ms_p99', 'TTFT p99'), ('tpot_ms_p50', 'TPOT p50'), ('e2el_ms_p50', 'E2E p50'),
+                 ('e2el_ms_p99', 'E2E p99')]
+
+
+def _classes_html(runs):
+    """Each run with a priority class: per class its priority, load, count and latency percentiles."""
+    rows = []
+    for run in runs:
+        for entry in run['classes']:
+            metrics = _dict(entry.get('metrics'))
+            rows.append([(_e(run['host']), None), (_e(run['label']), None), (_e(_text(entry.get('class'), '?')), None),
+                         (_e(fmt(entry.get('priority'))), 'num'),
+                         (_e('%s / %s' % (fmt(entry.get('num_prompts')), fmt(entry.get('max_concurrency')))), 'num'),
+                         (_e(fmt(entry.get('completed'), 'completed')), 'num'),
+                         (_e(fmt(entry.get('failed'), 'failed')), 'num')]
+                        + [(_e(fmt(metrics.get(key))), 'num') for key, _heading in CLASS_COLUMNS]
+                        + [(_e(fmt(entry.get('overlap'))), 'num')])
+    if not rows:
+        return ''
+    return ('<h2>Priority class and the rest</h2><p>A share of each run\'s requests was sent with a priority below '
+            '0, which vLLM serves first, by a load generator of its own beside the rest\'s; each class\'s count and '
+            'latencies apart. Overlap: the share of the priority class\'s time the rest ran beside it.</p>'
+            + _table(['host', 'label', 'class', 'priority', 'requests / in flight', 'done', 'failed']
+                     + [heading for _key, heading in CLASS_COLUMNS] + ['overlap'], rows))
+
+
+def _comparison_html(runs):
+    """Each run with a second target: its status and throughput, and the ratios candidate / baseline."""
+    compared = [run for run in runs if run['comparison']]
+    if not compared:
+        return ''
+    rows = []
+    for run in compared:
+        comparison = run['comparison']
+        ratios, metrics = _dict(comparison.get('ratios')), _dict(comparison.get('metrics'))
+        rows.append([(_e(run['host']), None), (_e(run['label']), None), _status_cell(_text(comparison.get('status')) or None),
+                     (_e(fmt(metrics.get('output_throughput'))), 'num')]
+                    + [(_e(fmt(ratios.get(key))), 'num') for key, _heading in RATIO_COLUMNS])
+    first = compared[0]['comparison']
+    target = _dict(first.get('target'))
+    role = _text(first.get('role'), 'candidate')
+    out = ['<h2>Comparison with a second target</h2>',
+           '<p>The same load (the same prompts) against <code>%s</code> (model <code>%s</code>, from <code>%s</code>), '
+           'the %s; the service is the %s. Ratios are candidate / baseline: above 1 is faster for a throughput, '
+           'slower for a latency.</p>' % (_e(_text(target.get('base_url'), 'n/a')), _e(_text(target.get('model'), 'n/a')),
+                                          _e(_text(target.get('tokenizer'), 'n/a')), _e(role),
+                                          'baseline' if role == 'candidate' else 'candidate')]
+    out.append(_table(['host', 'label', 'its status', 'its out tok/s']
+                      + ['ratio %s' % heading for _key, heading in RATIO_COLUMNS], rows))
+    quality = _dict(first.get('quality'))
+    if quality:
+        problems = [str(problem) for problem in quality.get('problems') or []]
+        out.append('<p>The candidate\'s quality record (<code>%s</code>): %s%s.</p>' % (
+            _e(_text(quality.get('record_path'), 'n/a')), _e(_text(quality.get('status'), 'none')),
+            _e('; ' + '; '.join(problems) if problems else '')))
+    else:
+        out.append('<p class="note">No quality record of the candidate was asked for (candidate_digest).</p>')
+    return ''.join(out)
+
+
 def _key_values(mapping):
     if not mapping:
         return '<p class="note">none recorded</p>'
@@ -794,6 +866,8 @@ def build_report(runs, summary, title=None):
         _banners(runs, summary),
         '<h2>Targets</h2>', _targets_html(runs, targets),
         '<h2>Runs</h2>', _runs_html(runs, best),
+        _classes_html(runs),
+        _comparison_html(runs),
         _soaks_html(runs),
         _grid_html(runs, summary, targets, best),
         _sweeps_html(runs, targets),

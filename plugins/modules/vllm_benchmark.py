@@ -307,15 +307,16 @@ def main(clock=time.monotonic, sleep=time.sleep, processes=None):
     roots, last = {}, {}
 
     def sample_cpu(moment):
-        # A thread may not have started its load generator yet at the first samples; one that ended keeps the CPU
-        # time it was last seen with.
+        # A thread may not have started its load generator yet at the first samples; one that ended counts with
+        # the CPU time it was last seen with, as long as another still runs.
+        running = False
         for index, gen in enumerate(gens):
             if not roots.get(index):
                 roots[index] = processes.find_child(gen['argv'])
             seconds = processes.tree_cpu_seconds(roots[index]) if roots[index] else None
             if seconds is not None:
-                last[index] = seconds
-        if last:
+                last[index], running = seconds, True
+        if running:
             cpu_samples.append({'t': moment, 'cpu_seconds': sum(last.values())})
 
     def poll():

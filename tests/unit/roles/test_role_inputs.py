@@ -326,6 +326,19 @@ CASES = {
     'vllm_benchmark an objective it does not know': ('vllm_benchmark', {'vllm_benchmark_objective': {'maximize': 'speed'}}, [
         "vllm_benchmark_objective ({'maximize': 'speed'}) must be {maximize: <metric>} or {minimize: <metric>}, with"
         ' subject_to_targets optional; the metrics are ' + ', '.join(BENCHMARK_METRICS) + '.']),
+    # vllm_benchmark's priority class and second target
+    'vllm_benchmark a priority class and a second target': ('vllm_benchmark', {
+        'vllm_benchmark_priority_share': 0.25, 'vllm_benchmark_priority': -5, 'vllm_benchmark_compare': {
+            'base_url': 'http://127.0.0.1:8001', 'model': 'w8a8', 'tokenizer': '/srv/models/w8a8', 'role': 'candidate'}}, None),
+    'vllm_benchmark a share above 1 at priority 0': ('vllm_benchmark', {
+        'vllm_benchmark_priority_share': 1.5, 'vllm_benchmark_priority': 0}, [
+        'vllm_benchmark_priority_share must be null (no priority class) or a number above 0 and up to 1, the share of the'
+        ' requests sent with vllm_benchmark_priority; got 1.5; vllm_benchmark_priority must be an integer below 0 (vLLM'
+        ' serves lower values first, and the other requests have 0); got 0']),
+    'vllm_benchmark a second target without its model directory': ('vllm_benchmark', {
+        'vllm_benchmark_compare': {'base_url': 'http://127.0.0.1:8001', 'model': 'w8a8'}}, [
+        "vllm_benchmark_compare.tokenizer must be its model directory on the node, for the load generator's tokenizer;"
+        ' got None']),
     # vllm_benchmark's soak: the numbers, and a run too short for its interval
     'vllm_benchmark the CI soak': ('vllm_benchmark', {'vllm_benchmark_soak_duration': 75, 'vllm_benchmark_soak_interval': 5,
                                                       'vllm_benchmark_soak_rate': '0.5'}, None),

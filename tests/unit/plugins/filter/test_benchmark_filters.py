@@ -18,8 +18,58 @@ SERVICE_PARAMS = ['max_num_seqs', 'dtype', 'extra_args', 'enforce_eager']
 
 
 def test_the_filters_are_registered():
-    assert sorted(benchmark.FilterModule().filters()) == ['benchmark_grid', 'benchmark_point_config', 'benchmark_summary',
+    assert sorted(benchmark.FilterModule().filters()) == ['benchmark_comparison', 'benchmark_grid', 'benchmark_input_problems',
+                                                          'benchmark_point_config', 'benchmark_summary',
                                                           'benchmark_targets', 'soak_input_problems']
+
+
+def test_the_priority_and_second_target_filter_names_the_role_variables():
+    assert benchmark.benchmark_input_problems({'priority_share': None, 'priority': -1, 'compare': None}) == []
+    assert benchmark.benchmark_input_problems({'priority_share': 0, 'priority': 1, 'compare': {'model': 'm'}}) == [
+        'vllm_benchmark_priority_share must be null (no priority class) or a number above 0 and up to 1, the share of '
+        'the requests sent with vllm_benchmark_priority; got 0',
+        'vllm_benchmark_priority must be an integer below 0 (vLLM serves lower values first, and the other requests '
+        'have 0); got 1',
+        'vllm_benchmark_compare.base_url must be the URL of its OpenAI-compatible server, http(s)://host:port, without '
+        '/v1; got None',
+        "vllm_benchmark_compare.tokenizer must be its model directory on the node, for the load generator's tokenizer; "
+        "got None"]
+    with pytest.raises(AnsibleFilterError, match='benchmark_input_problems takes a dict of priority_share, priority'):
+        benchmark.benchmark_input_problems({'priority_share': 0.5})
+
+
+COMPARE_TARGET = {'base_url': 'http://127.0.0.1:8001', 'model': 'w8a8', 'tokenizer': '/srv/models/w8a8',
+                  'api_key': 'secret-key', 'candidate_digest': 'ab' * 32}
+
+
+def test_the_comparison_gives_the_ratios_the_target_without_its_key_and_the_quality_record():
+    service = {'status': 'PASS', 'metrics': {'output_throughput': 200.0, 'e2el_ms_p99': 100.0}}
+    other = {'status': 'FAIL', 'metrics': {'output_throughput': 300.0, 'e2el_ms_p99': 80.0}}
+    quality = {'quantized': True, 'record_path': '/var/lib/kunpeng_ascend/model_quality/x.json',
+               'record': {'status': 'PASS'}, 'serving_problems': []}
+    result = benchmark.benchmark_comparison(service, other, COMPARE_TARGET, quality)
+    assert 'secret-key' not in repr(result)
+    assert result['target'] == {'base_url': 'http://127.0.0.1:8001', 'model': 'w8a8', 'tokenizer': '/srv/models/w8a8',
+                                'candidate_digest': 'ab' * 32}
+    assert (result['role'], result['status']) == ('candidate', 'FAIL')
+    assert result['ratios']['output_throughput'] == pytest.approx(1.5)
+    assert result['ratios']['e2el_ms_p99'] == pytest.approx(0.8)
+    assert result['quality'] == {'record_path': '/var/lib/kunpeng_ascend/model_quality/x.json', 'quantized': True,
+                                 'status': 'PASS', 'problems': []}
+    flipped = benchmark.benchmark_comparison(service, other, dict(COMPARE_TARGET, role='baseline'))
+    assert flipped['ratios']['output_throughput'] == pytest.approx(200 / 300.0) and flipped['quality'] is None
+    with pytest.raises(AnsibleFilterError, match=r'benchmark_comparison: target.role must be candidate'):
+        benchmark.benchmark_comparison(service, other, dict(COMPARE_TARGET, role='x'))
+
+
+def test_the_summary_lists_each_runs_comparison():
+    comparison = {'role': 'candidate', 'ratios': {'output_throughput': 1.5}}
+    runs = [{'host': 'n1', 'label': 'c4', 'status': 'PASS', 'grid_point': None, 'metrics': {},
+             'config': {'load': {'max_concurrency': 4}}, 'comparison': comparison},
+            {'host': 'n1', 'label': 'c8', 'status': 'PASS', 'grid_point': None, 'metrics': {},
+             'config': {'load': {'max_concurrency': 8}}, 'comparison': None}]
+    summary = benchmark.benchmark_summary(runs, [])
+    assert summary['comparison'] == [dict(comparison, host='n1', label='c4', max_concurrency=4)]
 
 
 def test_the_soak_filter_names_the_role_variables():

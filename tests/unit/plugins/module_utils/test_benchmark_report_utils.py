@@ -401,3 +401,36 @@ def test_a_soak_with_too_few_samples_says_so(tmp_path):
     assert '<div class="banner na">soak: NOT_ENOUGH_SAMPLES' in text
     assert table_rows(text, 'Soak')[0][2:6] == ['n/a', '512.0 MiB/h', 'NOT_ENOUGH_SAMPLES',
                                                 'not enough samples after the warm-up: 2, the fit needs 5']
+
+
+def test_a_run_with_a_priority_class_and_a_second_target_shows_both_sections(tmp_path):
+    run_dir = str(tmp_path / 'classes')
+    base = read_run(SWEEP, 'c4')
+    priority = {'class': 'priority', 'priority': -5, 'num_prompts': 10, 'max_concurrency': 1, 'request_rate': 'inf',
+                'completed': 10, 'failed': 0, 'overlap': 0.9,
+                'metrics': dict(base['metrics'], ttft_ms_p50=12.5, e2el_ms_p99=40.0)}
+    rest = dict(priority, **{'class': 'rest', 'priority': 0, 'num_prompts': 30, 'max_concurrency': 3, 'completed': 29,
+                             'failed': 1, 'metrics': dict(base['metrics'], ttft_ms_p50=55.0, e2el_ms_p99=140.0)})
+    comparison = {'target': {'base_url': 'http://127.0.0.1:8001', 'model': 'w8a8', 'tokenizer': '/srv/models/w8a8',
+                             'candidate_digest': 'ab' * 32},
+                  'role': 'candidate', 'status': 'PASS', 'metrics': dict(base['metrics'], output_throughput=1500.0),
+                  'ratios': {'output_throughput': 1.25, 'e2el_ms_p99': 0.5, 'ttft_ms_p50': None},
+                  'quality': {'record_path': '/var/lib/kunpeng_ascend/model_quality/x.json', 'quantized': True,
+                              'status': None, 'problems': ['there is none']}}
+    write_run(run_dir, 'c4', dict(base, classes=[priority, rest], comparison=comparison))
+    text = report(run_dir)
+    rows = table_rows(text, 'Priority class and the rest')
+    assert [row[2:7] for row in rows] == [['priority', '-5', '10 / 1', '10', '0'], ['rest', '0', '30 / 3', '29', '1']]
+    assert [row[7] for row in rows] == ['12.5', '55.0'] and [row[12] for row in rows] == ['40.0', '140']
+    assert [row[-1] for row in rows] == ['0.90', '0.90']
+    compared = table_rows(text, 'Comparison with a second target')
+    assert compared == [['node1', 'c4', 'PASS', '1500', '1.25', 'n/a', 'n/a', 'n/a', 'n/a', 'n/a', '0.50']]
+    assert 'against <code>http://127.0.0.1:8001</code> (model <code>w8a8</code>' in text
+    assert 'the candidate; the service is the baseline' in text
+    assert ("The candidate's quality record (<code>/var/lib/kunpeng_ascend/model_quality/x.json</code>): none; "
+            'there is none.') in text
+
+
+def test_a_run_without_classes_or_comparison_has_neither_section():
+    text = fixture_report(SWEEP)
+    assert 'Priority class and the rest' not in text and 'Comparison with a second target' not in text

@@ -28,6 +28,7 @@ from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils import _load_g
 from ansible_collections.kunpeng_ascend.vllm.plugins.modules import vllm_benchmark
 from ansible_collections.kunpeng_ascend.vllm.plugins.modules.vllm_benchmark import ProcessReader
 from ansible_collections.kunpeng_ascend.vllm.tests.helpers import (
+    FIXTURES,
     HANG_SECONDS,
     SIMULATOR,
     ExitJson,
@@ -48,7 +49,9 @@ FAKE_BENCH = textwrap.dedent('''\
     #!{python}
     import json, os, sys, time
     args = sys.argv[1:]
-    with open(os.environ['FAKE_BENCH_LOG'], 'w') as log:
+    # The priority class's load generator (with a request body of its own) logs and answers apart.
+    suffix = '-priority' if '--extra-body' in args else ''
+    with open(os.environ['FAKE_BENCH_LOG'] + suffix, 'w') as log:
         json.dump({{'argv': args, 'key': os.environ.get('OPENAI_API_KEY')}}, log)
     if os.environ.get('FAKE_BENCH_RC'):
         sys.stderr.write('boom: cannot reach the server\\n')
@@ -62,7 +65,7 @@ FAKE_BENCH = textwrap.dedent('''\
         time.sleep(duration)
     if os.environ.get('NO_RESULT'):
         sys.exit(0)
-    result = json.loads(os.environ['RESULT'])
+    result = json.loads(os.environ.get('RESULT' + suffix.upper().replace('-', '_'), os.environ['RESULT']))
     result['duration'] = duration
     directory = args[args.index('--result-dir') + 1]
     with open(os.path.join(directory, args[args.index('--result-filename') + 1]), 'w') as handle:
@@ -323,6 +326,8 @@ def test_npu_smi_failing_mid_run_stops_the_sampling_with_a_warning_only(bench, m
 
 @pytest.mark.parametrize('changes, message', [
     ({'max_concurrency': 0}, 'max_concurrency must be 1 or more, not 0'),
+    ({'priority_share': 1.5}, 'priority_share must be null (no priority class) or a number above 0 and up to 1'),
+    ({'priority_share': 0.5, 'priority': 2}, 'priority must be an integer below 0 (vLLM serves lower values first'),
     ({'sample_interval': 0.01}, 'sample_interval must be 0.1 or more seconds'),
     ({'request_rate': 'fast'}, "request_rate must be inf or a positive number, not 'fast'"),
     ({'command': []}, 'command must name vLLM'),
@@ -426,3 +431,46 @@ def test_the_process_reader_finds_a_real_child_until_it_is_gone():
         child.kill()
         child.wait()
     assert reader.find_child(['sleep', '600']) is None and reader.tree_cpu_seconds(child.pid) is None
+
+
+def _detailed(name):
+    with open(os.path.join(FIXTURES, 'benchmark', 'priority-classes', name + '.json'), encoding='utf-8') as sample:
+        return sample.read()
+
+
+def test_a_priority_share_runs_two_load_generators_and_reports_each_class_apart(bench, monkeypatch):
+    tmp_path, args = bench
+    monkeypatch.setenv('RESULT', _detailed('rest'))
+    monkeypatch.setenv('RESULT_PRIORITY', _detailed('priority'))
+    run = run_main(vllm_benchmark.main, dict(args, num_prompts=48, max_concurrency=8, priority_share=0.25,
+                                             priority=-5, sample_npus='never'))['benchmark']
+    with open(str(tmp_path / 'bench.json-priority')) as log:
+        priority_argv = json.load(log)['argv']
+    with open(str(tmp_path / 'bench.json')) as log:
+        rest_argv = json.load(log)['argv']
+    assert priority_argv[priority_argv.index('--num-prompts') + 1] == '12'
+    assert priority_argv[priority_argv.index('--max-concurrency') + 1] == '2'
+    assert priority_argv[priority_argv.index('--extra-body') + 1] == '{"priority": -5}'
+    assert priority_argv[priority_argv.index('--result-filename') + 1] == 'vllm-bench-result-priority.json'
+    assert '--save-detailed' in priority_argv and '--save-detailed' in rest_argv
+    assert rest_argv[rest_argv.index('--num-prompts') + 1] == '36' and '--extra-body' not in rest_argv
+    assert rest_argv[rest_argv.index('--max-concurrency') + 1] == '6'
+    assert [(c['class'], c['priority'], c['num_prompts'], c['max_concurrency'], c['completed']) for c in run['classes']] \
+        == [('priority', -5, 12, 2, 12), ('rest', 0, 36, 6, 36)]
+    assert run['classes'][0]['metrics']['e2el_ms_p50'] == pytest.approx(json.loads(_detailed('priority'))['p50_e2el_ms'])
+    assert run['metrics']['completed'] == 48 and run['metrics']['failed'] == 0
+    assert sorted(run['vllm_bench']) == ['priority', 'rest'] and 'ttfts' not in run['vllm_bench']['rest']
+    assert 0 < run['classes'][0]['overlap'] <= 1 and run['warnings'] == []
+
+
+def test_without_a_priority_share_there_is_one_load_generator_and_no_class(bench):
+    tmp_path, args = bench
+    run = run_main(vllm_benchmark.main, dict(args, sample_npus='never'))['benchmark']
+    assert run['classes'] == [] and not (tmp_path / 'bench.json-priority').exists()
+    assert '--extra-body' not in run['argv'] and '--save-detailed' not in run['argv']
+
+
+def test_a_priority_class_without_per_request_lists_fails_saying_so(bench, monkeypatch):
+    tmp_path, args = bench
+    failure = run_main(vllm_benchmark.main, dict(args, priority_share=0.5, sample_npus='never'), FailJson)
+    assert failure['msg'].startswith('the result of priority has no per-request lists')

@@ -158,7 +158,7 @@ benchmark:
     vllm_bench:
       description:
         - The result file of C(vllm bench serve), without its per-request lists.
-        - With O(priority_share), one such result per class, C({priority: {...}, rest: {...}}).
+        - With O(priority_share), one such result per class, keyed C(priority) and C(rest).
       type: dict
     classes:
       description:
@@ -257,9 +257,8 @@ def load_generators(module, params, work_dir, clock):
     gens = []
     for name, priority, load, result_file, extra in plan:
         remove_old_result(work_dir, result_file)
-        argv = bench_argv(dict(params, **dict((key, load[key]) for key in ('num_prompts', 'max_concurrency',
-                                                                             'request_rate'))),
-                          work_dir, result_file, extra)
+        share = dict((key, load[key]) for key in ('num_prompts', 'max_concurrency', 'request_rate'))
+        argv = bench_argv(dict(params, **share), work_dir, result_file, extra)
         gens.append({'class': name, 'priority': priority, 'loads': load, 'argv': argv, 'result_file': result_file,
                      'load': LoadGenerator(module, argv, params['api_key'], params['timeout'], clock)})
     return gens

@@ -146,8 +146,18 @@ def benchmark_input_problems(values, prefix='vllm_benchmark_'):
     problem naming the variable; [] when they can run."""
     if not isinstance(values, dict) or set(values) != set(('priority_share', 'priority', 'compare')):
         raise AnsibleFilterError('benchmark_input_problems takes a dict of priority_share, priority and compare')
-    return (priority_problems(values['priority_share'], values['priority'], prefix)
+    return (priority_problems(_from_text(values['priority_share'], float), _from_text(values['priority'], int), prefix)
             + compare_target_problems(values['compare'], prefix + 'compare'))
+
+
+def _from_text(value, kind):
+    """A number given as a string (as -e key=value gives it) read as ``kind``; anything else as it is."""
+    if isinstance(value, str):
+        try:
+            return kind(value.strip())
+        except ValueError:
+            return value
+    return value
 
 
 def benchmark_comparison(run, other, target, quality=None):

@@ -34,6 +34,9 @@ def test_the_priority_and_second_target_filter_names_the_role_variables():
         '/v1; got None',
         "vllm_benchmark_compare.tokenizer must be its model directory on the node, for the load generator's tokenizer; "
         "got None"]
+    # -e key=value gives strings.
+    assert benchmark.benchmark_input_problems({'priority_share': '0.25', 'priority': '-5', 'compare': None}) == []
+    assert len(benchmark.benchmark_input_problems({'priority_share': 'half', 'priority': '-1.5', 'compare': None})) == 2
     with pytest.raises(AnsibleFilterError, match='benchmark_input_problems takes a dict of priority_share, priority'):
         benchmark.benchmark_input_problems({'priority_share': 0.5})
 

@@ -106,7 +106,9 @@ log "quantizing $source_model (W8A8, llm-compressor) into $w8a8"
 printf '%s\n' "$record" >"$tmp/out/quantize-inputs.txt"
 # Readable by the service user whatever the umask; the manifest in sha256sum's format, as the role writes it.
 chmod -R u=rwX,go=rX "$tmp/out"
-(cd "$tmp/out" && find . -type f ! -name SHA256SUMS -printf '%P\n' | LC_ALL=C sort | xargs -d '\n' sha256sum -- >SHA256SUMS)
+(cd "$tmp/out" && find . -type f -printf '%P\n' | LC_ALL=C sort | xargs -d '\n' sha256sum -- >"$tmp/scratch/SHA256SUMS")
+mv "$tmp/scratch/SHA256SUMS" "$tmp/out/SHA256SUMS"
+chmod 0644 "$tmp/out/SHA256SUMS"
 rm -rf "$w8a8"
 mv "$tmp/out" "$w8a8"
 rm -rf "$tmp"

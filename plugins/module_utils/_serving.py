@@ -19,7 +19,7 @@ import ipaddress
 import json
 import re
 
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._model_format import format_problems
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._model_format import dtype_problems, format_problems
 
 # The valued `vllm serve` options the role sets from its own variables, in argv order: (variable, option).
 VALUED_FLAGS = (
@@ -651,6 +651,7 @@ def serving_plan(inputs, facts):
         quantization = last_value(args, '--quantization', known=('--quantization',), short='-q')
         plan['quantization'] = quantization
         problems.extend(format_problems(facts['model_format'], quantization, has_npus, chips, facts.get('npu_devices')))
+        problems.extend(dtype_problems(facts['model_format'], last_value(args, '--dtype', known=('--dtype',)), has_npus))
 
     engine = inputs.get('container_engine') or (facts.get('container_engine')
                                                 if facts.get('container_engine') in CHOICES['container_engine']

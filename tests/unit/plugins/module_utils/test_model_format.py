@@ -255,3 +255,40 @@ def test_the_plan_refuses_the_method_on_a_float_model_and_decides_nothing_withou
     [problem] = plan_problems(FLOAT, quantization='ascend')
     assert problem.startswith('vllm_service_quantization (or --quantization in vllm_service_extra_args) is ascend')
     assert plan_problems(None, quantization='ascend') == []
+
+
+# The real output of llm-compressor on the tiny DeepSeek-V3 (format int-quantized), as vLLM's CPU build serves it.
+W8A8_INT8 = dict(describe(config=load_fixture(
+    'quant_llmcompressor-0.14.0.1_tiny-deepseek-v3_w8a8-with-deepseek-exclusions_config.json.txt')), path='/m')
+
+
+def test_an_int8_w8a8_on_the_cpu_is_refused_in_float32_only():
+    assert W8A8_INT8['quant_method'] == 'compressed-tensors' and W8A8_INT8['quant_format'] == 'int-quantized'
+    for dtype in ('float32', 'float'):
+        [problem] = _model_format.dtype_problems(W8A8_INT8, dtype, False)
+        assert problem.startswith('/m is a compressed-tensors W8A8 (format int-quantized')
+        assert 'vllm_service_dtype (or --dtype in vllm_service_extra_args) %s' % dtype in problem
+        assert problem.endswith('set vllm_service_dtype to bfloat16')
+    for dtype in ('bfloat16', 'float16', 'half', 'auto', None):
+        assert _model_format.dtype_problems(W8A8_INT8, dtype, False) == []
+    # On Ascend hosts vllm-ascend serves it; a float model or another format is not the CPU int8 kernel's.
+    assert _model_format.dtype_problems(W8A8_INT8, 'float32', True) == []
+    assert _model_format.dtype_problems(dict(FLOAT, path='/m'), 'float32', False) == []
+    assert _model_format.dtype_problems(dict(W8A8_INT8, quant_format='pack-quantized'), 'float32', False) == []
+    assert _model_format.dtype_problems(dict(COMPRESSED, path='/m'), 'float32', False) == []
+
+
+def test_the_plan_reads_the_dtype_from_the_final_argv():
+    from ansible_collections.kunpeng_ascend.vllm.tests.unit.plugins.module_utils.test_serving import DEFAULTS
+
+    def cpu_plan(**inputs):
+        facts = {'npu_count': 0, 'npu_smi_complete': True, 'chips': [], 'npu_devices': [], 'existing_paths': [],
+                 'engine_paths': {}, 'ascend_runtime': False,
+                 'model_format': dict(W8A8_INT8, path='/srv/models/w8a8', exists=True, error='')}
+        return _serving.serving_plan(dict(DEFAULTS, mode='native', **inputs), facts)['problems']
+
+    [problem] = cpu_plan(dtype='float32')
+    assert problem.startswith('/srv/models/w8a8 is a compressed-tensors W8A8')
+    assert cpu_plan(dtype='bfloat16') == []
+    assert len(cpu_plan(dtype='bfloat16', extra_args=['--dtype=float32'])) == 1
+    assert cpu_plan(dtype='float32', extra_args=['--dtype', 'bfloat16']) == []

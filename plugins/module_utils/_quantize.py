@@ -188,6 +188,12 @@ def llmcompressor_argv(python, runner, source, save_path, scheme, calibration, i
     return argv
 
 
+def readable_mode(mode, is_dir):
+    """The mode an output's file or directory gets: readable by all (and directories searchable), so that the serving
+    account reads what root made; msModelSlim writes its weights 0400 and the build directory is made 0700."""
+    return mode | (0o555 if is_dir else 0o444)
+
+
 def sha256_text(text):
     return hashlib.sha256(text.encode('utf-8')).hexdigest()
 

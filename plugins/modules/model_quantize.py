@@ -141,6 +141,7 @@ seconds:
 
 import os
 import shutil
+import stat
 import tempfile
 import time
 
@@ -178,6 +179,15 @@ def _backend_version(module, python, backend):
         module.fail_json(msg='cannot read the version of %s in model_quantize_venv' % backend, cmd=cmd, rc=rc,
                          stdout=out, stderr=err)
     return out.strip()
+
+
+def _make_readable(top):
+    """The service's account reads the output vllm_service serves: nothing in it stays root's only."""
+    for root, _dirs, files in os.walk(top):
+        for path, is_dir in [(root, True)] + [(os.path.join(root, name), False) for name in files]:
+            mode = os.lstat(path).st_mode
+            if not stat.S_ISLNK(mode):
+                os.chmod(path, q.readable_mode(stat.S_IMODE(mode), is_dir))
 
 
 def _check_space(source, output, factor):
@@ -314,6 +324,7 @@ def main():
                              cmd=cmd, rc=rc, stdout=out[-TAIL:], stderr=err[-TAIL:], hint=hint)
         with open(os.path.join(partial, q.RECORD_NAME), 'w', encoding='utf-8') as stream:
             stream.write(q.record_text(wanted))
+        _make_readable(partial)
         try:
             summary = q.summarize(partial)
             made = create_manifest(partial, os.path.join(partial, MANIFEST_NAME), os.path.join(scratch, 'record.json'),

@@ -229,3 +229,10 @@ def test_summary_of_llmcompressors_real_output(tmp_path):
 def test_an_output_without_a_description_or_quantization_config_is_an_error(tmp_path):
     with pytest.raises(q.QuantizeError, match='neither quant_model_description.json nor a quantization_config'):
         q.summarize(write(tmp_path, 'config.json', '{"model_type": "qwen2"}'))
+
+
+@pytest.mark.parametrize('mode, is_dir, expected', [
+    (0o700, True, 0o755), (0o400, False, 0o444), (0o600, False, 0o644), (0o644, False, 0o644), (0o755, True, 0o755),
+])
+def test_an_output_is_made_readable_by_the_serving_account(mode, is_dir, expected):
+    assert q.readable_mode(mode, is_dir) == expected

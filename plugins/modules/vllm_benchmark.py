@@ -261,7 +261,7 @@ def load_generators(module, params, work_dir, clock):
         argv = bench_argv(dict(params, **share), work_dir, result_file, extra)
         gens.append({'class': name, 'priority': priority, 'loads': load, 'argv': argv, 'result_file': result_file,
                      'load': LoadGenerator(module, argv, params['api_key'], params['timeout'], clock,
-                                            params['ca_path'])})
+                                           params['ca_path'])})
     return gens
 
 

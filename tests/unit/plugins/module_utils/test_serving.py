@@ -524,8 +524,8 @@ def test_tls_needs_the_certificate_the_key_and_the_ca_together(given):
     found = problems(**given)
     assert len(found) == 1 and found[0].startswith(
         'TLS needs vllm_service_tls_cert, vllm_service_tls_key and vllm_service_tls_ca together')
-    assert found[0].endswith('only %s %s set' % (' and '.join('vllm_service_' + name for name in given),
-                                                   'is' if len(given) == 1 else 'are'))
+    verb = 'is' if len(given) == 1 else 'are'
+    assert found[0].endswith('only %s %s set' % (' and '.join('vllm_service_' + name for name in given), verb))
 
 
 def test_a_server_name_without_tls_and_a_bad_one_are_refused():
@@ -534,7 +534,9 @@ def test_a_server_name_without_tls_and_a_bad_one_are_refused():
         'vllm_service_tls_key and vllm_service_tls_ca, or leave it null']
     assert problems(tls_server_name='a b', **TLS) == [
         'vllm_service_tls_server_name must be null or a host name or IP address clients ask for; got "a b"']
-    assert problems(**dict(TLS, tls_key='-k')) == [
+    option_key = dict(TLS)
+    option_key['tls_key'] = '-k'
+    assert problems(**option_key) == [
         'vllm_service_tls_key must be null or a file on the controller (a path without control characters, not first '
         'a -); got "-k"']
 

@@ -46,6 +46,13 @@ options:
   api_key:
     description: The key sent as a bearer token, passed to the load generator in its environment only.
     type: str
+  ca_path:
+    description:
+      - The CA certificates (PEM) an https O(base_url)'s certificate is verified against, given to the load generator
+        as E(SSL_CERT_FILE) in its environment (a load generator in a container needs the file mounted and
+        C(--env=SSL_CERT_FILE) in O(command), as the serving plan's C(cli.run) has them).
+      - Without it, the system's CA certificates.
+    type: path
   input_len:
     description: Prompt length, tokens.
     type: int

@@ -31,10 +31,10 @@ def monitoring_rules(thresholds):
 
 
 def monitoring_prometheus_config(vllm_urls, node, node_exporter, prometheus, rule_file, scrape_interval,
-                                 evaluation_interval):
+                                 evaluation_interval, ca_file=None):
     """prometheus.yml as data."""
     return _checked(prometheus_config, node, vllm_urls, node_exporter, prometheus, rule_file, scrape_interval,
-                    evaluation_interval)
+                    evaluation_interval, 'monitoring_vllm_targets', ca_file)
 
 
 class FilterModule:

@@ -9,7 +9,8 @@
 The deployment record: a small JSON file the vllm_service role writes on the host beside the unit
 (``RECORD_DIR/<name>.json``, 0644, no secret in it), so that a tool that comes later (the doctor) learns from the host
 itself what runs there: the service's name and unit, its mode, container engine and image, the vllm-ascend release,
-the endpoint, the served model, the model's path and the NPUs. ``record_of`` makes it from the serving plan (the
+the endpoint, the served model, the model's path, the NPUs and the TLS files (where the certificate, key and CA are;
+null without TLS: the doctor checks the key's owner and mode). ``record_of`` makes it from the serving plan (the
 writer), ``parse_record`` checks a record read back (the reader). Standard library only.
 """
 
@@ -56,7 +57,28 @@ def record_of(plan, model):
         'served_model_name': plan.get('served_model_name'),
         'model': model,
         'npus': list(plan.get('npu_ids') or []),
+        'tls': tls_record(plan.get('tls')),
     }
+
+
+# The TLS files a record names: the certificate, the key and the CA on the node.
+TLS_KEYS = ('cert', 'key', 'ca')
+
+
+def tls_record(tls):
+    """The TLS part of a record, from the plan's ``tls`` (None without TLS)."""
+    return dict((key, tls[key]) for key in TLS_KEYS) if tls else None
+
+
+def _tls_problems(tls):
+    """What is wrong with a record's ``tls`` (absent or null: no TLS)."""
+    if tls is None:
+        return []
+    if not isinstance(tls, dict) or sorted(tls) != sorted(TLS_KEYS) or not all(
+            isinstance(tls[key], str) and tls[key].startswith('/') and not any(ord(char) < 32 for char in tls[key])
+            for key in TLS_KEYS):
+        return ['tls is %s, not null or {cert, key, ca} absolute paths' % json.dumps(tls)]
+    return []
 
 
 def _string(record, key, problems, pattern=None, optional=True):
@@ -102,4 +124,5 @@ def parse_record(text, name=None):
     if not isinstance(npus, list) or not all(isinstance(npu, int) and not isinstance(npu, bool) and npu >= 0
                                              for npu in npus):
         problems.append('npus is %s, not a list of NPU ids' % json.dumps(npus))
+    problems.extend(_tls_problems(record.get('tls')))
     return (None, problems) if problems else (record, [])

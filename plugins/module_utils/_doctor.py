@@ -23,7 +23,7 @@ import json
 import posixpath
 import re
 
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils import _failure_catalogue
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils import _compliance, _failure_catalogue
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._deployment import CONTAINER_NAME
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._systemd import unit_name_problem
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._compatibility import check_combination
@@ -237,6 +237,7 @@ def check_inputs(inputs, prefix=''):
                                 any(_whole(device) is None or _whole(device) < 0 for device in devices)):
         problems.append('%s must be null or a list of NPU device ids (0 or more); got %s'
                         % (name('network_devices'), _show(devices)))
+    problems.extend(_compliance.input_problems(inputs, prefix))
     return problems
 
 

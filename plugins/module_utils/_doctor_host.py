@@ -23,7 +23,11 @@ from __future__ import annotations
 import glob
 import os
 
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils import _deployment, _doctor, _proc, _systemd
+import grp
+import pwd
+import stat
+
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils import _compliance, _deployment, _doctor, _proc, _systemd
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._ascend_files import (
     RootFS,
     read_cann_install_record,
@@ -296,6 +300,73 @@ class HostReader:
             states[str(device)] = state
         return _doctor.check_network(True, states, tls_warn_days=tls_warn_days)
 
+    # ---------------------------------------------------------------------------------------- compliance evidence
+
+    def secure_boot(self):
+        """The secure-boot finding: ``sysfs_path``/firmware/efi (absent: a legacy boot), its SecureBoot variable in
+        efivars, else ``mokutil --sb-state``."""
+        efi = os.path.join(self.sysfs_path, 'firmware', 'efi')
+        if not os.path.isdir(efi):
+            return _compliance.check_secure_boot(False, None, efi_path=efi)
+        variable = None
+        try:
+            with open(os.path.join(efi, 'efivars', _compliance.SECURE_BOOT_VARIABLE), 'rb') as handle:
+                variable = handle.read(64)
+        except (IOError, OSError):
+            pass
+        mokutil = None
+        if variable is None or len(variable) < 5:
+            tool = self.find('mokutil')
+            if tool:
+                result = self.run([tool, '--sb-state'])
+                mokutil = 'timed out' if result.timed_out else (result.stdout + '\n' + result.stderr).strip()
+        return _compliance.check_secure_boot(True, variable, mokutil, efi)
+
+    def offline_routes(self, declared, addresses):
+        """The no-internet finding: ``ip -j route get ADDRESS`` for each public address (the kernel's routing
+        table only: nothing is sent)."""
+        ip = self.find('ip')
+        if not ip:
+            return _compliance.check_offline_routes(declared, {}, error='ip was not found (iproute2)')
+        lookups = {}
+        for address in addresses:
+            result = self.run([ip, '-j', 'route', 'get', address])
+            lookups[address] = ({'route': None, 'no_route': None, 'error': 'ip route get %s timed out' % address}
+                                if result.timed_out else
+                                _compliance.parse_route_get(result.rc, result.stdout, result.stderr))
+        return _compliance.check_offline_routes(declared, lookups)
+
+    def key_stat(self, path):
+        """``{'exists', 'type', 'owner', 'group', 'mode'}`` of the file ``path`` under ``root`` (not followed if a
+        link), None for no path."""
+        if not path:
+            return None
+        try:
+            info = os.lstat(self.fs.host_path(path))
+        except (IOError, OSError):
+            return {'exists': False}
+        kind = 'file' if stat.S_ISREG(info.st_mode) else 'link' if stat.S_ISLNK(info.st_mode) else 'other'
+        return {'exists': True, 'type': kind, 'owner': _name(pwd.getpwuid, info.st_uid),
+                'group': _name(grp.getgrgid, info.st_gid), 'mode': stat.S_IMODE(info.st_mode)}
+
+
+def _name(lookup, number):
+    """The user or group name of ``number``, else the number as text."""
+    try:
+        return lookup(number)[0]
+    except KeyError:
+        return str(number)
+
+
+def compliance(reader, options, record):
+    """The compliance findings of the node (_compliance), in their order: secure boot, no route to the internet
+    where the site is declared offline, the TLS key's owner and mode from the deployment ``record``."""
+    findings = [reader.secure_boot(),
+                reader.offline_routes(options.get('site_offline'), options.get('public_addresses') or
+                                      _compliance.PUBLIC_ADDRESSES),
+                _compliance.check_tls_key(record, reader.key_stat(((record or {}).get('tls') or {}).get('key')))]
+    return _compliance.order(findings)
+
 
 def diagnose(reader, options, now):
     """The module's result of one node: ``options`` are ascend_doctor's (checked by _doctor.check_inputs), ``now``
@@ -361,4 +432,5 @@ def diagnose(reader, options, now):
     findings = _doctor.order(findings)
     return dict(changed=False, status=_doctor.overall(findings), findings=findings, mode=mode,
                 service={'name': name, 'unit': unit, 'engine': engine if mode == 'container' else None,
-                         'vllm_ascend': versions['vllm_ascend'], 'record': record or None})
+                         'vllm_ascend': versions['vllm_ascend'], 'record': record or None},
+                compliance=compliance(reader, options, record or None))

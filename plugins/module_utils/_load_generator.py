@@ -51,6 +51,7 @@ def argument_spec():
         # A model directory, not a token.
         tokenizer=dict(type='str', required=True, no_log=False),
         api_key=dict(type='str', no_log=True),
+        ca_path=dict(type='path'),
         input_len=dict(type='int', default=128),
         output_len=dict(type='int', default=128),
         seed=dict(type='int', default=0),
@@ -118,13 +119,16 @@ class ProcessReader:
 class LoadGenerator:
     """``argv`` (vllm bench serve) run once through ``module``'s command runner in a thread, under ``timeout``
     seconds; the key goes in its environment only (vllm bench serve sends OPENAI_API_KEY as the bearer token, and
-    an empty one replaces any the module's own environment has)."""
+    an empty one replaces any the module's own environment has), and so does ``ca_path``, the CA an https server's
+    certificate is verified against (SSL_CERT_FILE, which Python's ssl and so vllm bench serve's aiohttp read)."""
 
-    def __init__(self, module, argv, api_key, timeout, clock):
+    def __init__(self, module, argv, api_key, timeout, clock, ca_path=None):
         self.argv = argv
         self.clock = clock
         self.runner = CommandRunner(module, timeout)
         self.environ = {'PYTHONUNBUFFERED': '1', 'OPENAI_API_KEY': api_key or ''}
+        if ca_path:
+            self.environ['SSL_CERT_FILE'] = ca_path
         self.outcome = {}
         self.started = None
         self.thread = threading.Thread(target=self._run, name=THREAD_NAME)

@@ -226,10 +226,14 @@ def vllm_target(url, option):
 
 
 def prometheus_config(node, vllm_urls, node_exporter, prometheus, rule_file, scrape_interval, evaluation_interval,
-                      option='monitoring_vllm_targets'):
+                      option='monitoring_vllm_targets', ca_file=None):
     """prometheus.yml as data: vLLM's /metrics at each of ``vllm_urls`` (no key: vLLM serves its metrics without
-    one), the node exporter at ``node_exporter`` and Prometheus itself at ``prometheus`` (their listen addresses),
-    every target labelled ``node``; the rules of ``rule_file``."""
+    one; an https one verified against the CA file ``ca_file`` when given, for the name of its URL), the node exporter
+    at ``node_exporter`` and Prometheus itself at ``prometheus`` (their listen addresses), every target labelled
+    ``node``; the rules of ``rule_file``."""
+    if ca_file is not None and (not isinstance(ca_file, str) or not ca_file.startswith('/')
+                                or re.search(r'[\x00-\x1f\x7f]', ca_file)):
+        raise MonitoringError('monitoring_vllm_tls_ca must be null or an absolute path on the node, not %r' % (ca_file,))
     if not isinstance(node, str) or not _NODE.match(node):
         raise MonitoringError('monitoring_node_label must be a name of letters, digits and _.:@/- (up to 253), not %r'
                               % (node,))
@@ -252,6 +256,8 @@ def prometheus_config(node, vllm_urls, node_exporter, prometheus, rule_file, scr
         # One job name for every vLLM target, so that the rules select them by job="vllm".
         scrape.append({'job_name': 'vllm' if len(jobs) == 1 else 'vllm_%d' % len(scrape), 'scheme': scheme,
                        'metrics_path': path, 'static_configs': [{'targets': targets, 'labels': {'node': node}}]})
+        if scheme == 'https' and ca_file:
+            scrape[-1]['tls_config'] = {'ca_file': ca_file, 'insecure_skip_verify': False}
     if len(jobs) > 1:
         for job in scrape:
             job['relabel_configs'] = [{'target_label': 'job', 'replacement': 'vllm'}]

@@ -49,6 +49,9 @@ FORBIDDEN_FLAGS = {
     '--config': 'a file of options would decide the address and the key out of the plan\'s sight; give the options '
                 'themselves',
     '--uds': 'the service listens on TCP (vllm_service_host and vllm_service_port)',
+    '--ssl-certfile': 'the certificate goes in vllm_service_tls_cert (the role puts it in place and its clients '
+                      'verify it)',
+    '--ssl-keyfile': 'the key goes in vllm_service_tls_key (the role keeps it readable by root only)',
 }
 # Every option the plan reads, for the abbreviations argparse accepts (a unique prefix of an option is that option).
 GUARDED_FLAGS = ADDRESS_FLAGS + tuple(sorted(FORBIDDEN_FLAGS))
@@ -104,6 +107,12 @@ CAP_ADD_ALLOWED = ('IPC_LOCK', 'SYS_NICE', 'SYS_PTRACE', 'SYS_RESOURCE')
 NETWORKS = ('host', 'bridge')
 # The container path of the service's state directory (vLLM's caches).
 CONTAINER_CACHE = '/root/.cache'
+# TLS: the service's certificate, key and CA on the node, in a directory of the service's own (the key root-only);
+# a native service reads the key as a systemd credential of this name ($CREDENTIALS_DIRECTORY, LoadCredential=).
+TLS_DIR = '/etc/kunpeng-ascend-vllm/tls'
+TLS_CREDENTIAL = 'vllm-tls-key'
+TLS_FILES = (('cert', 'cert.pem'), ('key', 'key.pem'), ('ca', 'ca.pem'))
+TLS_INPUTS = ('tls_cert', 'tls_key', 'tls_ca')
 
 _NAME = re.compile(r'[A-Za-z0-9_.-]{1,64}\Z')
 _HOST = re.compile(r'[A-Za-z0-9_.:-]{1,253}\Z')
@@ -226,10 +235,38 @@ def is_loopback(host):
         return False
 
 
-def client_url(host, port):
+def client_host(host):
+    """The host a client on the node reaches a service listening on ``host`` at (a wildcard address through
+    loopback)."""
+    return '127.0.0.1' if host in ('0.0.0.0', '', None) else '::1' if host == '::' else host
+
+
+def client_url(host, port, scheme='http'):
     """The URL a client on the node reaches the service at (a wildcard address through loopback)."""
-    client = '127.0.0.1' if host in ('0.0.0.0', '', None) else '::1' if host == '::' else host
-    return 'http://%s:%s' % ('[%s]' % client if ':' in client else client, port)
+    client = client_host(host)
+    return '%s://%s:%s' % (scheme, '[%s]' % client if ':' in client else client, port)
+
+
+def tls_plan(inputs, host):
+    """The service's TLS on the node, None without it: where the role puts the certificate, key and CA
+    (TLS_DIR/<name>/), the name clients ask for (vllm_service_tls_server_name, else the host of the service's URL:
+    it must be in the certificate's subjectAltName) and the files on the controller they come from."""
+    if not inputs.get('tls_cert'):
+        return None
+    directory = '%s/%s' % (TLS_DIR, inputs['name'])
+    plan = dict((role, '%s/%s' % (directory, name)) for role, name in TLS_FILES)
+    plan.update(dir=directory, server_name=inputs.get('tls_server_name') or client_host(host),
+                source=dict((role, inputs['tls_' + role]) for role, _name in TLS_FILES))
+    return plan
+
+
+def tls_args(tls, mode):
+    """vLLM's TLS options: the certificate, and the key from its place (natively the systemd credential: the
+    unprivileged service reads it without the file being opened to it)."""
+    if not tls:
+        return []
+    key = '${CREDENTIALS_DIRECTORY}/%s' % TLS_CREDENTIAL if mode == 'native' else tls['key']
+    return ['--ssl-certfile', tls['cert'], '--ssl-keyfile', key]
 
 
 # -------------------------------------------------------------------------------------------------- input checks
@@ -369,6 +406,18 @@ def check_inputs(inputs):
     string('user', _USER, 'a system account name (lower-case letters, digits, _ and -, up to 32)')
     string('cann_env_file', _PATH, 'an absolute path without control characters', optional=True)
     string('api_key_file', _PATH, 'an absolute path without control characters', optional=True)
+    for name in TLS_INPUTS:
+        string(name, _NO_CONTROL_NOT_OPTION, 'a file on the controller (a path without control characters, not first '
+               'a -)', optional=True)
+    string('tls_server_name', _HOST, 'a host name or IP address clients ask for', optional=True)
+    given = [name for name in TLS_INPUTS if get(name) is not None]
+    if given and len(given) < len(TLS_INPUTS):
+        problems.append('TLS needs vllm_service_tls_cert, vllm_service_tls_key and vllm_service_tls_ca together (the '
+                        'CA is what the health gate and the clients verify the certificate against); only %s %s set'
+                        % (' and '.join('vllm_service_' + name for name in given), 'is' if len(given) == 1 else 'are'))
+    if get('tls_server_name') is not None and not given:
+        problems.append('vllm_service_tls_server_name is the name in the certificate: set it with vllm_service_tls_cert, '
+                        'vllm_service_tls_key and vllm_service_tls_ca, or leave it null')
     # The role's own strings, which the plan does not read (null: the role's default, or nothing).
     string('vllm_ascend_version', _RELEASE, 'a release such as v0.13.0 (no blanks, not first a -)', optional=True)
     for name in ('model_manifest', 'python', 'pip_wheelhouse', 'image_archive', 'sysfs_path'):
@@ -509,10 +558,10 @@ def listen_host(inputs):
     return last_value(service_args(inputs), '--host')
 
 
-def service_args(inputs):
+def service_args(inputs, tls=()):
     """The `vllm serve` arguments after the model: the address (on a bridge network every address of the container,
-    whose port the engine publishes), the served name, the valued options (null ones left out), the switches, then
-    what the cluster and the user add (argparse keeps the last of an option)."""
+    whose port the engine publishes), the served name, the valued options (null ones left out), the switches, the
+    TLS options ``tls`` (tls_args), then what the cluster and the user add (argparse keeps the last of an option)."""
     bind = '0.0.0.0' if inputs.get('network') == 'bridge' else inputs['host']
     args = ['--host', bind, '--port', str(inputs['port']), '--served-model-name', served_name(inputs)]
     for name, flag in VALUED_FLAGS:
@@ -521,13 +570,13 @@ def service_args(inputs):
     for name, flag in SWITCH_FLAGS:
         if inputs.get(name):
             args.append(flag)
-    return args + list(inputs.get('cluster_args') or []) + list(inputs.get('extra_args') or [])
+    return args + list(tls) + list(inputs.get('cluster_args') or []) + list(inputs.get('extra_args') or [])
 
 
-def _mount_plan(inputs, facts, has_npus, ascend_runtime, state_dir):
+def _mount_plan(inputs, facts, has_npus, ascend_runtime, state_dir, tls=None):
     """The container's volumes (host:container[:options]) and the problems: the driver files the host has (no Ascend
-    runtime), the model read-only, the state directory as vLLM's cache, then the user's; two mounts at one container
-    path are refused."""
+    runtime), the model read-only, the state directory as vLLM's cache, the TLS directory read-only, then the user's;
+    two mounts at one container path are refused."""
     existing = set(facts.get('existing_paths') or ())
     mounts = []
     if has_npus and not ascend_runtime:
@@ -536,6 +585,8 @@ def _mount_plan(inputs, facts, has_npus, ascend_runtime, state_dir):
         mounts.append('%s:%s' % (lib, lib))
     model = inputs['model']
     mounts += ['%s:%s:ro' % (model, model), '%s:%s' % (inputs.get('cache_dir') or state_dir, CONTAINER_CACHE)]
+    if tls:
+        mounts.append('%s:%s:ro' % (tls['dir'], tls['dir']))
     owned = {}
     for mount in mounts:
         owned.setdefault(mount.split(':')[1].rstrip('/') or '/', mount)
@@ -577,7 +628,9 @@ def serving_plan(inputs, facts):
     Returns ``problems`` (empty when the plan can run) and the plan: release, mode, has_npus, npu_ids, cards,
     dp_local, numa, args, command, environment (without the key), container_name, unit, env_file, unit_file,
     state_dir, served_model_name, listen (host, port), public, url, engine, ascend_runtime, mounts, devices,
-    serving (SERVING_PARAMS in force) and cli (how a client runs the service's vLLM CLI: natively ``run`` is that
+    serving (SERVING_PARAMS in force), tls (tls_plan: the TLS files on the node and the name clients ask for; null
+    without TLS), credentials (systemd credentials of a native unit: name -> file), unit_verbatim (argv elements the
+    unit leaves for systemd to expand) and cli (how a client runs the service's vLLM CLI: natively ``run`` is that
     command, the venv's Python with vLLM's CLI module, as the unit runs it; in a container ``run`` is the engine's
     argv before the image, the caller adds its mounts, then ``--entrypoint=`` ``entrypoint`` and ``image``)."""
     problems = check_inputs(inputs)
@@ -640,11 +693,16 @@ def serving_plan(inputs, facts):
     env.update(inputs.get('env') or {})
     plan['environment'] = dict((key, str(value)) for key, value in sorted(env.items()) if value is not None)
 
-    args = service_args(inputs)
     host = listen_host(inputs)
+    tls = tls_plan(inputs, host)
+    args = service_args(inputs, tls_args(tls, mode))
     port = last_value(args, '--port')
-    plan.update(args=args, listen={'host': host, 'port': port}, public=not is_loopback(host),
-                url=client_url(host, port))
+    # With TLS clients ask for the certificate's name (tls_plan), over https.
+    plan.update(args=args, listen={'host': host, 'port': port}, public=not is_loopback(host), tls=tls,
+                url=client_url(tls['server_name'] if tls else host, port, 'https' if tls else 'http'),
+                credentials={TLS_CREDENTIAL: tls['key']} if tls and mode == 'native' else {},
+                # argv elements the unit leaves for systemd to expand (the credential's path), quoted but not escaped.
+                unit_verbatim=[arg for arg in tls_args(tls, mode) if arg.startswith('${')])
     # What the model directory says against the final argv's --quantization (or -q); facts without model_format
     # (a caller that did not read the model) decide nothing here.
     if facts.get('model_format') is not None:
@@ -680,7 +738,7 @@ def serving_plan(inputs, facts):
                  'entrypoint': None})
         return plan
 
-    mounts, mount_problems = _mount_plan(inputs, facts, has_npus, ascend_runtime, plan['state_dir'])
+    mounts, mount_problems = _mount_plan(inputs, facts, has_npus, ascend_runtime, plan['state_dir'], tls)
     problems.extend(mount_problems)
     devices = []
     if has_npus and not ascend_runtime:
@@ -709,6 +767,10 @@ def serving_plan(inputs, facts):
     # the host network, with the model and the user's volumes; the caller adds its own mounts, then the image.
     cli_run = [engine_path or engine, 'run', '--rm', '--network=host', '--volume=%s:%s:ro' % (inputs['model'], inputs['model'])]
     cli_run += ['--volume=%s' % volume for volume in inputs.get('volumes') or ()]
+    # With TLS the client verifies against the CA (never the key): mounted, and named by SSL_CERT_FILE, whose value the
+    # caller gives in the engine's environment.
+    if tls:
+        cli_run += ['--volume=%s:%s:ro' % (tls['ca'], tls['ca']), '--env=SSL_CERT_FILE']
     plan.update(mounts=mounts, devices=devices, command=command,
                 cli={'run': cli_run, 'image': inputs['image'], 'entrypoint': 'vllm'})
     return plan

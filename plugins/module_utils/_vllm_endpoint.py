@@ -142,13 +142,14 @@ def ssl_context(validate_certs=True, ca_path=None):
     return context
 
 
-def request(url, method='GET', headers=None, payload=None, timeout=30.0, context=None):
+def request(url, method='GET', headers=None, payload=None, timeout=30.0, context=None, ca_path=None):
     """Send one request to ``url`` (JSON ``payload`` when given) and return its Response (any status).
 
     ``timeout`` (seconds) limits the whole request - the connection, the headers and the body together: an
     endpoint that sends one byte at a time is cut off when it is up (the socket is shut down under the blocked read).
-    No answer at all raises NotYet saying why: refused, timed out, closed, a TLS failure. Proxies from the environment
-    are not used: the endpoint is the service itself.
+    No answer at all raises NotYet saying why: refused, timed out, closed, a TLS failure; a certificate that does not
+    verify raises Refused (waiting cannot change it), naming ``ca_path``, the CA file it was verified against.
+    Proxies from the environment are not used: the endpoint is the service itself.
     """
     parts = urlsplit(url)
     path = parts.path or '/'
@@ -179,7 +180,7 @@ def request(url, method='GET', headers=None, payload=None, timeout=30.0, context
     except (socket.timeout, OSError, http.client.HTTPException) as error:
         if expired.is_set() or isinstance(error, socket.timeout):
             raise NotYet('%s: no answer within %s s (request_timeout)' % (what, _seconds(timeout)))
-        raise _no_answer(what, parts, error)
+        raise _no_answer(what, parts, error, ca_path)
     finally:
         watchdog.cancel()
         connection.close()
@@ -196,8 +197,13 @@ def _cut_off(connection, expired):
             pass
 
 
-def _no_answer(what, parts, error):
-    """NotYet saying why a request got no answer."""
+def _no_answer(what, parts, error, ca_path=None):
+    """NotYet saying why a request got no answer; Refused when the server's certificate does not verify."""
+    if isinstance(error, ssl.SSLCertVerificationError):
+        return Refused('%s: certificate verification failed against %s: %s; the server\'s certificate must be '
+                       'signed by a CA of that file and hold %s in its subjectAltName (ca_path, the URL\'s host)'
+                       % (what, 'the CA file %s' % ca_path if ca_path else 'the system\'s CA certificates',
+                          error.verify_message or error.reason, parts.hostname))
     if isinstance(error, ConnectionRefusedError):
         return NotYet('%s: connection refused (nothing listens on %s port %s yet)'
                       % (what, parts.hostname, parts.port or (443 if parts.scheme == 'https' else 80)))
@@ -326,7 +332,7 @@ class EndpointCheck:
 
     def __init__(self, url, served_model_name, api_key=None, timeout=600, interval=2.0, request_timeout=60.0,
                  prompt='Hello', max_tokens=8, chat=False, expect_unauthorized=False, context=None,
-                 on_retry=None, clock=time.monotonic, sleep=time.sleep):
+                 on_retry=None, clock=time.monotonic, sleep=time.sleep, ca_path=None):
         self.base = base_url(url)
         self.served_model_name = served_model_name
         if api_key and not all('\x21' <= char <= '\x7e' for char in api_key):
@@ -342,6 +348,8 @@ class EndpointCheck:
         self.chat = chat
         self.expect_unauthorized = expect_unauthorized
         self.context = context
+        # The CA file the context verifies against, for the message of a certificate that does not verify.
+        self.ca_path = ca_path
         self.on_retry = on_retry or (lambda stage, error: None)
         self.clock = clock
         self.sleep = sleep
@@ -369,7 +377,7 @@ class EndpointCheck:
 
     def _send(self, path, timeout, payload=None, keyed=True):
         return request(endpoint(self.base, path), 'POST' if payload is not None else 'GET', self._headers(keyed),
-                       payload, timeout, self.context)
+                       payload, timeout, self.context, self.ca_path)
 
     # One try of each stage; ``timeout`` is the time limit of its request.
 

@@ -58,6 +58,11 @@ description:
     read."
   - "Unit names are checked (systemd's characters, no leading C(-)) and given to C(systemctl show) after C(--) and
     to journalctl as C(--unit=NAME)."
+  - "Compliance evidence, in RV(compliance) beside the findings (they do not change RV(status)): C(secure_boot) (the
+    EFI variable C(SecureBoot-8be4df61-93ca-11d2-aa0d-00e098032b8c) under O(sysfs_path)C(/firmware/efi/efivars), else
+    C(mokutil --sb-state); no C(/sys/firmware/efi) is a legacy BIOS boot and fails), C(offline_routes) (with
+    O(site_offline), a route to any of O(public_addresses) fails), C(tls_key) (the TLS key the deployment record
+    names - a regular file of root that no one else may read or write; a service without TLS fails)."
   - Only reads; it never changes the host.
 author:
   - kunpeng_ascend.vllm maintainers (@kunpeng-ascend)
@@ -184,6 +189,27 @@ options:
     description: Seconds each command may take (coreutils C(timeout)); V(0) for none.
     type: int
     default: 30
+  site_offline:
+    description:
+      - The site is declared offline (its data kept local) - the C(offline_routes) compliance finding fails when the
+        node's routing table has a route to any of O(public_addresses); without it that finding is V(unknown), with
+        the routes as evidence.
+    type: bool
+    default: false
+  public_addresses:
+    description:
+      - The public IP addresses whose route C(ip -j route get) looks up (the kernel's table only; nothing is sent to
+        them); default well-known public resolvers (1.1.1.1, 8.8.8.8, 114.114.114.114, 2400:3200::1,
+        2001:4860:4860::8888). Private, loopback and reserved addresses are refused.
+    type: list
+    elements: str
+  ip_path:
+    description: Path of C(ip) (iproute2); default found in E(PATH), then C(/usr/sbin/ip), C(/sbin/ip).
+    type: path
+  mokutil_path:
+    description: Path of C(mokutil), asked for the Secure Boot state only when the EFI variable cannot be read;
+      default found in E(PATH), then C(/usr/bin/mokutil), C(/usr/sbin/mokutil).
+    type: path
 notes:
   - The findings and their order are the same whatever fails; a check that cannot run is V(skipped) or reports the
     failure that stopped it.
@@ -241,6 +267,30 @@ findings:
     fix:
       description: What to do, naming the command, variable or file; null when nothing is to be done.
       type: str
+compliance:
+  description: The compliance findings, in the order C(secure_boot), C(offline_routes), C(tls_key).
+  returned: always
+  type: list
+  elements: dict
+  contains:
+    id:
+      description: The finding's name.
+      type: str
+      sample: tls_key
+    status:
+      description: V(pass), V(fail) or V(unknown) (the host did not show enough to tell).
+      type: str
+      sample: pass
+    summary:
+      description: One sentence saying what was found.
+      type: str
+      sample: "the TLS key /etc/kunpeng-ascend-vllm/tls/vllm/key.pem is file, owner root:root, mode 0600"
+    evidence:
+      description: What was seen, as data.
+      type: dict
+    fix:
+      description: What to do; null on a pass.
+      type: str
 mode:
   description: The service mode the checks assumed (V(native) or V(container)).
   returned: always
@@ -265,7 +315,9 @@ from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._warnings impo
 
 # The tools whose path an option may give, and where else they are looked for.
 TOOLS = {'npu-smi': ('npu_smi_path', NPU_SMI_FALLBACK_PATHS),
-         'hccn_tool': ('hccn_tool_path', _doctor_host.HCCN_TOOL_FALLBACK_PATHS)}
+         'hccn_tool': ('hccn_tool_path', _doctor_host.HCCN_TOOL_FALLBACK_PATHS),
+         'ip': ('ip_path', ('/usr/sbin/ip', '/sbin/ip')),
+         'mokutil': ('mokutil_path', ('/usr/bin/mokutil', '/usr/sbin/mokutil'))}
 
 
 def main():
@@ -295,6 +347,10 @@ def main():
             npu_smi_path=dict(type='path'),
             hccn_tool_path=dict(type='path'),
             timeout=dict(type='int', default=30),
+            site_offline=dict(type='bool', default=False),
+            public_addresses=dict(type='list', elements='str'),
+            ip_path=dict(type='path'),
+            mokutil_path=dict(type='path'),
         ),
         # Only reads, so check mode runs every check.
         supports_check_mode=True,

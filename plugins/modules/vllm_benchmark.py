@@ -260,7 +260,8 @@ def load_generators(module, params, work_dir, clock):
         share = dict((key, load[key]) for key in ('num_prompts', 'max_concurrency', 'request_rate'))
         argv = bench_argv(dict(params, **share), work_dir, result_file, extra)
         gens.append({'class': name, 'priority': priority, 'loads': load, 'argv': argv, 'result_file': result_file,
-                     'load': LoadGenerator(module, argv, params['api_key'], params['timeout'], clock)})
+                     'load': LoadGenerator(module, argv, params['api_key'], params['timeout'], clock,
+                                           params['ca_path'])})
     return gens
 
 

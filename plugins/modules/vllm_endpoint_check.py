@@ -110,7 +110,10 @@ options:
     default: true
   ca_path:
     description:
-      - PEM file of the CA certificates that an https endpoint's certificate is verified against.
+      - PEM file of the CA certificates that an https endpoint's certificate is verified against (with the URL's
+        host checked against the certificate's names).
+      - A certificate that does not verify fails the module at once, without waiting, with
+        C(certificate verification failed against the CA file CA_PATH) and OpenSSL's reason.
     type: path
   unit:
     description:
@@ -362,7 +365,8 @@ def main(clock=time.monotonic, sleep=time.sleep):
             params['url'], params['served_model_name'], api_key=key, timeout=params['timeout'],
             interval=params['interval'], request_timeout=params['request_timeout'], prompt=params['prompt'],
             max_tokens=params['max_tokens'], chat=params['chat'], expect_unauthorized=params['expect_unauthorized'],
-            context=context, on_retry=unit.on_retry if unit else None, clock=clock, sleep=sleep)
+            context=context, on_retry=unit.on_retry if unit else None, clock=clock, sleep=sleep,
+            ca_path=params['ca_path'])
     except ValueError as error:
         module.fail_json(msg=mask(str(error), key))
     try:

@@ -332,7 +332,7 @@ def main(clock=time.monotonic, sleep=time.sleep, wall=time.time, processes=None)
     remove_old_result(work_dir)
     service = ServiceSampler(module, runner, processes, params, wall(), warnings)
     npus = NpuSampler(runner, npu_smi, params['npu_ids'], warnings)
-    load = LoadGenerator(module, argv, params['api_key'], timeout, clock)
+    load = LoadGenerator(module, argv, params['api_key'], timeout, clock, params['ca_path'])
     load.start()
     sample_until_done(load.poll, [service] + ([npus] if npu_smi else []), params['interval'],
                       load.started + timeout + KILL_AFTER_SECONDS + 30, clock, sleep)

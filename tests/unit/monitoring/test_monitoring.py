@@ -152,6 +152,19 @@ def test_vllm_servers_of_two_schemes_are_two_jobs_both_labelled_vllm():
     assert all(job['relabel_configs'] == [{'target_label': 'job', 'replacement': 'vllm'}] for job in jobs)
 
 
+def test_an_https_vllm_is_verified_against_the_ca_given_and_http_gets_no_tls_config():
+    ca = '/etc/kunpeng-ascend-vllm/tls/vllm/ca.pem'
+    jobs = _monitoring.prometheus_config('node-1', ['https://node1.bank.internal:8000/v1', 'http://127.0.0.1:8001'],
+                                         '0.0.0.0:9100', '127.0.0.1:9090', '/r.yml', '15s', '15s',
+                                         ca_file=ca)['scrape_configs'][:2]
+    assert [(job['scheme'], job['static_configs'][0]['targets'], job.get('tls_config')) for job in jobs] == [
+        ('https', ['node1.bank.internal:8000'], {'ca_file': ca, 'insecure_skip_verify': False}),
+        ('http', ['127.0.0.1:8001'], None)]
+    with pytest.raises(_monitoring.MonitoringError, match='monitoring_vllm_tls_ca must be null or an absolute path'):
+        _monitoring.prometheus_config('node-1', [], '0.0.0.0:9100', '127.0.0.1:9090', '/r.yml', '15s', '15s',
+                                      ca_file='ca.pem')
+
+
 @pytest.mark.parametrize('urls, message', [
     (['ftp://x:1'], 'monitoring_vllm_targets[0] must be a URL'),
     (['http://x:1', 'http://user:pw@x:2'], 'monitoring_vllm_targets[1] must be a URL'),

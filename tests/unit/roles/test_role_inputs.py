@@ -80,6 +80,10 @@ GOOD = {
         'vllm_service_dtype': 'bfloat16',
         'vllm_service_scheduling_policy': 'priority',
         'vllm_service_container_engine': 'docker',
+        'vllm_service_tls_cert': 'files/node1.crt',
+        'vllm_service_tls_key': 'files/node1.key',
+        'vllm_service_tls_ca': 'files/bank-ca.crt',
+        'vllm_service_tls_server_name': 'node1.bank.internal',
     },
     'npu_network': {'npu_network_cidr': '10.20.0.0/16'},
     'vllm_cluster': {
@@ -89,7 +93,8 @@ GOOD = {
     'vllm_benchmark': {},
     # The doctor's nullable strings (null: the host's deployment record says), given so that each meets a control character.
     'doctor': {'doctor_service_name': 'vllm', 'doctor_service_mode': 'native', 'doctor_container_engine': 'docker',
-               'doctor_vllm_ascend_version': '0.13.0'},
+               'doctor_vllm_ascend_version': '0.13.0', 'doctor_public_addresses': ['1.1.1.1'],
+               'doctor_ip_path': '/usr/sbin/ip'},
 }
 # Good strings for variables that GOOD cannot hold, because they exclude another of its values; a control-character case
 # of such a variable drops that other one (the key and the key file are one or the other).

@@ -37,6 +37,19 @@ def test_the_deployment_record_of_a_plan_is_what_the_doctor_reads():
         plugin.deployment_record({'problems': ['x']}, '/m')
 
 
+def test_the_record_of_a_tls_plan_names_its_files_for_the_doctor():
+    plan = plugin.serving_plan(inputs(tls_cert='c.pem', tls_key='k.pem', tls_ca='ca.pem'), a2_facts())
+    content = plugin.deployment_record(plan, '/m')['content']
+    assert content['tls'] == {'cert': '/etc/kunpeng-ascend-vllm/tls/vllm/cert.pem',
+                              'key': '/etc/kunpeng-ascend-vllm/tls/vllm/key.pem',
+                              'ca': '/etc/kunpeng-ascend-vllm/tls/vllm/ca.pem'}
+    assert content['endpoint'] == 'https://127.0.0.1:8000'
+    assert _deployment.parse_record(json.dumps(content), 'vllm') == (content, [])
+    for bad in ({'cert': 'relative', 'key': '/k', 'ca': '/c'}, {'key': '/k'}, '/k'):
+        assert _deployment.parse_record(json.dumps(dict(content, tls=bad)), 'vllm')[1] == [
+            'tls is %s, not null or {cert, key, ca} absolute paths' % json.dumps(bad)]
+
+
 @pytest.mark.parametrize('image, kwargs, release', [
     ('quay.io/ascend/vllm-ascend:v0.30.0-a3', {}, '0.30.0'),
     (None, {'pip_packages': ['vllm-ascend==0.13.0']}, '0.13.0'),

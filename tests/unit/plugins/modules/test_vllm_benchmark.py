@@ -52,7 +52,7 @@ FAKE_BENCH = textwrap.dedent('''\
     # The priority class's load generator (with a request body of its own) logs and answers apart.
     suffix = '-priority' if '--extra-body' in args else ''
     with open(os.environ['FAKE_BENCH_LOG'] + suffix, 'w') as log:
-        json.dump({{'argv': args, 'key': os.environ.get('OPENAI_API_KEY')}}, log)
+        json.dump({{'argv': args, 'key': os.environ.get('OPENAI_API_KEY'), 'ca': os.environ.get('SSL_CERT_FILE')}}, log)
     if os.environ.get('FAKE_BENCH_RC'):
         sys.stderr.write('boom: cannot reach the server\\n')
         sys.exit(int(os.environ['FAKE_BENCH_RC']))
@@ -93,7 +93,7 @@ def bench(tmp_path, monkeypatch):
                         ('ASCEND_SIM_ROOT', tmp_path / 'root'), ('FAKE_BENCH_LOG', tmp_path / 'bench.json'),
                         ('RESULT', RESULT)):
         monkeypatch.setenv(name, str(value))
-    for name in ('DURATION', 'GATE', 'NO_RESULT', 'FAKE_BENCH_RC', 'OPENAI_API_KEY'):
+    for name in ('DURATION', 'GATE', 'NO_RESULT', 'FAKE_BENCH_RC', 'OPENAI_API_KEY', 'SSL_CERT_FILE'):
         monkeypatch.delenv(name, raising=False)
     work = tmp_path / 'work'
     work.mkdir()
@@ -244,6 +244,15 @@ def test_without_a_key_none_reaches_the_load_generator_from_the_controller(bench
     monkeypatch.setenv('OPENAI_API_KEY', 'leaked-from-the-environment')
     run_main(vllm_benchmark.main, dict(args, api_key=None, sample_npus='never'))
     assert not json.loads((tmp_path / 'bench.json').read_text())['key']
+
+
+def test_the_ca_reaches_the_load_generator_as_ssl_cert_file_only_when_given(bench):
+    tmp_path, args = bench
+    run_main(vllm_benchmark.main, dict(args, sample_npus='never'))
+    assert json.loads((tmp_path / 'bench.json').read_text())['ca'] is None
+    run_main(vllm_benchmark.main, dict(args, sample_npus='never', base_url='https://localhost:8000',
+                                       ca_path='/etc/kunpeng-ascend-vllm/tls/vllm/ca.pem'))
+    assert json.loads((tmp_path / 'bench.json').read_text())['ca'] == '/etc/kunpeng-ascend-vllm/tls/vllm/ca.pem'
 
 
 # The CPU the scripted load generator used, as a share of a core between consecutive readings: a whole core for its

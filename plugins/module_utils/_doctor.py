@@ -632,8 +632,8 @@ def check_restart_storm(unit, properties, journal_lines, error=None):
                        'Fix the cause the lines name (a process holding the NPUs: stop it; see also the journal check), '
                        'then `systemctl reset-failed %s` and `systemctl start %s`; the limit is '
                        'vllm_service_restart_burst in vllm_service_restart_interval' % (unit, unit))
-    if properties.get('SubState') == 'auto-restart' or (restarts and properties.get('ActiveState') in
-                                                       ('activating', 'failed')):
+    restarting = restarts and properties.get('ActiveState') in ('activating', 'failed')
+    if properties.get('SubState') == 'auto-restart' or restarting:
         return finding('restart_storm', 'warn', '%s is failing and being restarted: %s restart(s) so far, %s.%s'
                        % (unit, restarts, limit, quoted), details,
                        'Read why: `journalctl -u %s -e`; fix the cause before systemd reaches its start limit' % unit)

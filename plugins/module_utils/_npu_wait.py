@@ -75,8 +75,9 @@ def describe_holders(held):
     phrases = []
     for (pid, name, container_pid), npus in by_pid.items():
         where = ', pid %s in its container' % container_pid if container_pid is not None else ''
+        npu_text = ', '.join(str(npu) for npu in npus)
         phrases.append('pid %s (%s%s) on NPU %s' % (pid if pid is not None else 'unknown', name or 'no name', where,
-                                                  ', '.join(str(npu) for npu in npus)))
+                                                    npu_text))
     return '; '.join(phrases)
 
 

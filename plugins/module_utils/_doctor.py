@@ -31,7 +31,7 @@ from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._compatibility
 STATUSES = ('ok', 'skipped', 'warn', 'fail')
 # The order of the checks in a report.
 CHECKS = ('versions', 'npu_health', 'npu_memory', 'npu_temperature', 'npu_processes', 'tuning', 'container_runtime',
-          'service', 'journal', 'network')
+          'service', 'restart_storm', 'journal', 'network')
 # At most this many matching journal lines are reported per kind of error.
 JOURNAL_LINES_PER_KIND = 3
 # A journal line is cut to this many characters in a report.
@@ -587,6 +587,59 @@ def check_service(unit, properties, error=None):
         return finding('service', 'warn', '%s runs but systemd restarted it %s time(s): %s' % (unit, restarts, state),
                        details, logs + 'fix the cause of the crashes (see the journal check)')
     return finding('service', 'ok', '%s is %s' % (unit, state), details)
+
+
+# Journal lines that tell why a start failed or the service died: systemd's own and vLLM's, the wait for free NPUs.
+_FAILURE_LINE = re.compile(r'error|fail|exception|killed|held by|timed out|repeated too quickly|not starting', re.I)
+# How many of them a restart storm finding quotes (the last ones).
+STORM_LINES = 5
+
+
+def last_failure_lines(lines, count=STORM_LINES):
+    """The last ``count`` different lines of ``lines`` (a unit's journal, oldest first) that tell of a failure, each
+    cut to JOURNAL_LINE_CHARS, in the order of their last occurrence: systemd's lines repeat at every restart and
+    would push out the one line that names the cause."""
+    found = [line.strip()[:JOURNAL_LINE_CHARS] for line in lines if _FAILURE_LINE.search(line)]
+    last = dict((line, index) for index, line in enumerate(found))
+    return sorted(last, key=last.get)[-count:] if count else []
+
+
+def check_restart_storm(unit, properties, journal_lines, error=None):
+    """Whether systemd is restarting the service in a loop: fail when it gave up (more than StartLimitBurst starts in
+    StartLimitIntervalSec: Result ``start-limit-hit``, or the unit failed with NRestarts at StartLimitBurst), warn
+    while it is waiting to restart a failed service;
+    either way with the unit's NRestarts, its Result and the journal's last failure lines. Skipped when the unit
+    cannot be read or is not installed (the service check says so)."""
+    restarts = properties.get('NRestarts') or 0
+    burst = properties.get('StartLimitBurst')
+    details = {'unit': unit, 'NRestarts': restarts, 'Result': properties.get('Result'), 'StartLimitBurst': burst,
+               'ActiveState': properties.get('ActiveState'), 'SubState': properties.get('SubState'),
+               'last_failure_lines': last_failure_lines(journal_lines or [])}
+    if error or properties.get('LoadState') in (None, 'not-found'):
+        return finding('restart_storm', 'skipped', 'the state of %s is not known (see the service check)' % unit,
+                       details)
+    quoted = ' Last failure lines: %s' % ' | '.join(details['last_failure_lines']) if details['last_failure_lines'] \
+        else ''
+    limit = 'at most %s starts in the interval' % burst if burst is not None else 'its start limit'
+    # systemd sets Result start-limit-hit when it refuses a start asked for; when it refuses its own automatic
+    # restart (systemd 252) the unit stays failed with the last start's result, NRestarts at the burst.
+    gave_up = properties.get('Result') == 'start-limit-hit' or (
+        properties.get('ActiveState') == 'failed' and isinstance(burst, int) and isinstance(restarts, int)
+        and restarts >= burst)
+    if gave_up:
+        return finding('restart_storm', 'fail', 'restart storm: systemd gave up on %s after %s restart(s), %s '
+                       '(start limit hit, result %s).%s' % (unit, restarts, limit, properties.get('Result'), quoted),
+                       details,
+                       'Fix the cause the lines name (a process holding the NPUs: stop it; see also the journal check), '
+                       'then `systemctl reset-failed %s` and `systemctl start %s`; the limit is '
+                       'vllm_service_restart_burst in vllm_service_restart_interval' % (unit, unit))
+    restarting = restarts and properties.get('ActiveState') in ('activating', 'failed')
+    if properties.get('SubState') == 'auto-restart' or restarting:
+        return finding('restart_storm', 'warn', '%s is failing and being restarted: %s restart(s) so far, %s.%s'
+                       % (unit, restarts, limit, quoted), details,
+                       'Read why: `journalctl -u %s -e`; fix the cause before systemd reaches its start limit' % unit)
+    return finding('restart_storm', 'ok', 'no restart storm: %s restarted %s time(s), %s' % (unit, restarts, limit),
+                   details)
 
 
 def check_container_runtime(mode, engine, properties=None, found=True):

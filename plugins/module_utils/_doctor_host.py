@@ -48,7 +48,8 @@ from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._warnings impo
 
 # The host's process table, for the parents of the processes holding NPUs (tests replace it).
 PROC = '/proc'
-UNIT_PROPERTIES = ('Id', 'LoadState', 'ActiveState', 'SubState', 'NRestarts', 'Result', 'MainPID', 'ControlGroup')
+UNIT_PROPERTIES = ('Id', 'LoadState', 'ActiveState', 'SubState', 'NRestarts', 'Result', 'MainPID', 'ControlGroup',
+                   'StartLimitBurst')
 ENGINE_UNITS = {'docker': 'docker.service', 'containerd': 'containerd.service'}
 HCCN_TOOL_FALLBACK_PATHS = ('/usr/local/Ascend/driver/tools/hccn_tool',)
 # A persisted file may resolve to these too (Debian's /etc/sysctl.d/99-sysctl.conf links to /etc/sysctl.conf).
@@ -261,20 +262,25 @@ class HostReader:
         return _doctor.tuning_drift(live, persisted_sysctl, persisted_sys, expected_sysctl, expected_sys, meminfo,
                                     {'sysctl': sysctl_file, 'tmpfiles': tmpfiles_file})
 
-    def journal(self, unit, since, lines):
-        """The journal finding of ``unit`` since ``since``, at most ``lines`` lines."""
+    def journal_lines(self, unit, since, lines):
+        """``(lines, error)``: the journal of ``unit`` since ``since``, at most ``lines`` lines, oldest first."""
         journalctl = self.find('journalctl')
         if not journalctl:
-            return _doctor.scan_journal([], unit, since, error='journalctl was not found')
+            return [], 'journalctl was not found'
         # journalctl's -u takes no "--": the name is checked, then given glued to its option.
         problem = _systemd.unit_name_problem(unit)
         if problem:
-            return _doctor.scan_journal([], unit, since, error=problem)
+            return [], problem
         result = self.run([journalctl, '--unit=' + unit, '--since', since, '-o', 'cat', '--no-pager', '-q',
                            '-n', str(lines)])
         if result.rc != 0:
-            return _doctor.scan_journal([], unit, since, error='journalctl failed (%s)' % describe(result))
-        return _doctor.scan_journal(result.stdout.splitlines(), unit, since)
+            return [], 'journalctl failed (%s)' % describe(result)
+        return result.stdout.splitlines(), None
+
+    def journal(self, unit, since, lines):
+        """The journal finding of ``unit`` since ``since``, at most ``lines`` lines."""
+        read, error = self.journal_lines(unit, since, lines)
+        return _doctor.scan_journal(read, unit, since, error=error)
 
     def network(self, devices, now, tls_warn_days):
         """The NPU network finding: per device, ``-net_health -g``, ``-link -g`` and ``-tls -g`` (its certificates'
@@ -420,7 +426,9 @@ def diagnose(reader, options, now):
         findings.append(_doctor.check_container_runtime(
             mode, engine, engine_props, found=engine_props.get('LoadState') != 'not-found' and not unit_error))
     findings.append(_doctor.check_service(unit, service, unit_error))
-    findings.append(reader.journal(unit, options['journal_since'], options['journal_lines']))
+    journal, journal_error = reader.journal_lines(unit, options['journal_since'], options['journal_lines'])
+    findings.append(_doctor.scan_journal(journal, unit, options['journal_since'], error=journal_error))
+    findings.append(_doctor.check_restart_storm(unit, service, journal, unit_error))
     if not options['check_network']:
         findings.append(_doctor.check_network(False, {}))
     elif options.get('network_devices') is None and info is None:

@@ -323,13 +323,18 @@ def _volume_parts(volume):
 # Inputs that are numbers or booleans; `-e name=value` on the command line gives every value as a string.
 INT_INPUTS = ('port', 'tensor_parallel_size', 'data_parallel_size', 'data_parallel_size_local', 'max_model_len',
               'max_num_seqs', 'max_num_batched_tokens', 'cpu_kvcache_space', 'headless_settle', 'manifest_workers',
-              'start_timeout', 'stop_timeout')
+              'start_timeout', 'stop_timeout',
+              'npu_free_timeout', 'npu_free_interval', 'restart_burst', 'restart_interval')
 # The role's own numbers (not the plan's): (input, lowest, highest or None, what the message says it accepts).
 ROLE_NUMBERS = (
     ('headless_settle', 1, 600, '1 to 600 seconds'),
     ('manifest_workers', 0, 256, '0 (the default) to 256'),
     ('start_timeout', 10, None, '10 seconds or more'),
     ('stop_timeout', 0, None, '0 seconds or more'),
+    ('npu_free_timeout', 0, 3600, '0 to 3600 seconds'),
+    ('npu_free_interval', 1, 60, '1 to 60 seconds'),
+    ('restart_burst', 1, 100, '1 to 100'),
+    ('restart_interval', 1, 86400, '1 to 86400 seconds'),
 )
 FLOAT_INPUTS = ('gpu_memory_utilization',)
 BOOL_INPUTS = ('enable_expert_parallel', 'enforce_eager', 'headless', 'mount_driver_dir', 'api_key_set', 'ipc_host')

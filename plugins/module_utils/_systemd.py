@@ -21,7 +21,7 @@ UNIT_SUFFIXES = ('.service', '.socket', '.target', '.timer', '.mount', '.path', 
                  '.swap', '.automount')
 # Properties whose value is a number (systemd prints [not set] or an empty value for some when unknown).
 INTEGER_PROPERTIES = frozenset(('NRestarts', 'MainPID', 'ExecMainPID', 'ExecMainStatus', 'MemoryCurrent',
-                                'TasksCurrent'))
+                                'TasksCurrent', 'StartLimitBurst'))
 
 
 def unit_name_problem(name, what='unit name'):

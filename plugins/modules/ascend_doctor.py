@@ -30,7 +30,9 @@ description:
   - "C(container_runtime): in container mode, the engine's systemd unit (docker, containerd) is active, or podman
     is installed; skipped in native mode."
   - "C(service): the unit's C(ActiveState), C(SubState), C(NRestarts) and C(Result): not active fails, restarts
-    warn. C(journal): C(journalctl -u UNIT --since SINCE -o cat), at most O(journal_lines) lines, each matched
+    warn. C(restart_storm): C(Result) C(start-limit-hit) (systemd gave up restarting the unit) fails, a unit waiting to
+    be restarted after a failure warns; both with C(NRestarts), C(StartLimitBurst) and the journal's last 5 failure
+    lines. C(journal): C(journalctl -u UNIT --since SINCE -o cat), at most O(journal_lines) lines, each matched
     against the catalogue of known vLLM-Ascend serving failures (HCCL set-up failures and timeouts, EJ0001, NPUs held
     or not visible, missing driver libraries, CANN and torch_npu mismatches, out of memory on the NPU or the host,
     the port in use, quantization mismatches, corrupt weights, engine start failures, nan/inf and more; look-alike
@@ -244,7 +246,7 @@ status:
   sample: broken
 findings:
   description: One finding per check, in the order C(versions), C(npu_health), C(npu_memory), C(npu_temperature),
-    C(npu_processes), C(tuning), C(container_runtime), C(service), C(journal), C(network).
+    C(npu_processes), C(tuning), C(container_runtime), C(service), C(restart_storm), C(journal), C(network).
   returned: always
   type: list
   elements: dict

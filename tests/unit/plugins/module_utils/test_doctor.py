@@ -423,3 +423,85 @@ def test_persisted_files_only_in_their_directories(path):
 def test_each_bad_input_names_its_variable(key, value, named):
     problems = _doctor.check_inputs(dict(GOOD_INPUTS, **{key: value}), 'doctor_')
     assert len(problems) == 1 and problems[0].startswith(('doctor_' + named, 'a key of doctor_' + named)), problems
+
+
+# ---------------------------------------------------------------------------------------------------- restart storm
+
+STORM_JOURNAL = 'journal_vllm-0.32.0-cpu_headless-rank-killed_restarts.txt'
+LOADED = {'LoadState': 'loaded', 'StartLimitBurst': 5}
+
+
+def test_last_failure_lines_are_the_last_that_tell_of_a_failure():
+    lines = load_fixture(STORM_JOURNAL).splitlines()
+    # Each line once, where it last occurred.
+    assert _doctor.last_failure_lines(lines) == [
+        'raise RuntimeError(',
+        'RuntimeError: Did not receive response from front-end process within 5 minutes',
+        "vllm.service: State 'stop-sigterm' timed out. Killing.",
+        "vllm.service: Failed with result 'timeout'.",
+    ]
+    assert _doctor.last_failure_lines(lines, 1) == ["vllm.service: Failed with result 'timeout'."]
+    assert _doctor.last_failure_lines(['INFO ready', 'x' * 400 + ' error'])[0] == 'x' * _doctor.JOURNAL_LINE_CHARS
+
+
+def test_a_unit_that_hit_its_start_limit_is_a_restart_storm():
+    lines = load_fixture(STORM_JOURNAL).splitlines() + [
+        'vllm.service: NPU 0 still held after 61 tries in 120 s by pid 4242 (VLLM::Worker) on NPU 0; not starting',
+        'vllm.service: Start request repeated too quickly.']
+    properties = dict(LOADED, ActiveState='failed', SubState='failed', Result='start-limit-hit', NRestarts=5)
+    result = _doctor.check_restart_storm('vllm.service', properties, lines)
+    assert result['status'] == 'fail'
+    assert result['summary'] == (
+        'restart storm: systemd gave up on vllm.service after 5 restart(s), at most 5 starts in the interval '
+        '(start limit hit, result start-limit-hit). Last failure lines: RuntimeError: Did not receive response from front-end process within '
+        "5 minutes | vllm.service: State 'stop-sigterm' timed out. Killing. | vllm.service: Failed with result "
+        "'timeout'. | vllm.service: NPU 0 still held after 61 tries in 120 s by pid 4242 (VLLM::Worker) on NPU 0; "
+        'not starting | vllm.service: Start request repeated too quickly.')
+    assert result['details']['NRestarts'] == 5 and result['details']['Result'] == 'start-limit-hit'
+    assert result['fix'].startswith('Fix the cause the lines name')
+    assert 'systemctl reset-failed vllm.service' in result['fix'] and 'vllm_service_restart_burst' in result['fix']
+
+
+@pytest.mark.parametrize('properties, status, summary', [
+    ({'ActiveState': 'activating', 'SubState': 'auto-restart', 'Result': 'exit-code', 'NRestarts': 2}, 'warn',
+     'vllm.service is failing and being restarted: 2 restart(s) so far, at most 5 starts in the interval.'),
+    ({'ActiveState': 'failed', 'SubState': 'failed', 'Result': 'exit-code', 'NRestarts': 1}, 'warn',
+     'vllm.service is failing and being restarted: 1 restart(s) so far, at most 5 starts in the interval.'),
+    # Restarted before but running now: the service check warns about the restarts; no storm.
+    ({'ActiveState': 'active', 'SubState': 'running', 'Result': 'success', 'NRestarts': 2}, 'ok',
+     'no restart storm: vllm.service restarted 2 time(s), at most 5 starts in the interval'),
+    ({'ActiveState': 'inactive', 'SubState': 'dead', 'Result': 'success', 'NRestarts': 0}, 'ok',
+     'no restart storm: vllm.service restarted 0 time(s), at most 5 starts in the interval'),
+])
+def test_restart_storm_states(properties, status, summary):
+    result = _doctor.check_restart_storm('vllm.service', dict(LOADED, **properties), ['INFO ready'])
+    assert (result['status'], result['summary']) == (status, summary)
+
+
+def test_restart_storm_is_skipped_when_the_unit_is_not_known():
+    assert _doctor.check_restart_storm('vllm.service', {'LoadState': 'not-found'}, [])['status'] == 'skipped'
+    assert _doctor.check_restart_storm('vllm.service', {}, [], error='systemctl was not found')['status'] == 'skipped'
+    # systemd prints no number for a limit it does not know.
+    result = _doctor.check_restart_storm('vllm.service', {'LoadState': 'loaded', 'Result': 'start-limit-hit',
+                                                          'NRestarts': 3}, [])
+    assert result['summary'] == ('restart storm: systemd gave up on vllm.service after 3 restart(s), its start limit '
+                                 '(start limit hit, result start-limit-hit).')
+
+
+def test_systemd_252_refusing_its_own_restart_is_a_storm_too():
+    # systemd 252 keeps the last start's result (exit-code) when it refuses an automatic restart; NRestarts is at
+    # the burst.
+    lines = load_fixture('journal_vllm-service_systemd-252_start-limit_npu-held.txt').splitlines()
+    properties = {'LoadState': 'loaded', 'ActiveState': 'failed', 'SubState': 'failed', 'Result': 'exit-code',
+                  'NRestarts': 2, 'StartLimitBurst': 2}
+    result = _doctor.check_restart_storm('vllm.service', properties, lines)
+    assert result['status'] == 'fail'
+    assert result['summary'].startswith('restart storm: systemd gave up on vllm.service after 2 restart(s), at most 2 '
+                                        'starts in the interval (start limit hit, result exit-code). Last failure '
+                                        'lines: vllm.service: NPU 0, 1, 2, 3, 4, 5, 6, 7 still held after 1 tries in 0 '
+                                        's by pid 424242 (python3) on NPU 0; not starting')
+    assert result['details']['last_failure_lines'][-2:] == ["vllm.service: Failed with result 'exit-code'.",
+                                                            'Failed to start vllm.service - vLLM OpenAI-compatible '
+                                                            'server vllm (deepseek).']
+    # One restart short of the burst: still restarting, a warning.
+    assert _doctor.check_restart_storm('vllm.service', dict(properties, NRestarts=1), lines)['status'] == 'warn'

@@ -26,6 +26,7 @@ DEFAULTS = {
     'pip_wheelhouse': None, 'image_archive': None, 'sysfs_path': '/sys', 'headless_settle': 10, 'manifest_workers': 0,
     'start_timeout': 900, 'stop_timeout': 180, 'tls_cert': None, 'tls_key': None, 'tls_ca': None,
     'tls_server_name': None,
+    'npu_free_timeout': 120, 'npu_free_interval': 2, 'restart_burst': 5, 'restart_interval': 600,
 }
 DRIVER_FILES_A2 = ['/usr/local/dcmi', '/usr/local/Ascend/driver/tools/hccn_tool', '/usr/local/bin/npu-smi',
                    '/usr/local/Ascend/driver/version.info', '/etc/ascend_install.info']
@@ -464,6 +465,11 @@ def test_what_recipes_add_is_closed_to_the_rest(name, value):
     ('start_timeout', 'soon', 'vllm_service_start_timeout must be 10 seconds or more; got "soon"'),
     ('stop_timeout', -1, 'vllm_service_stop_timeout must be 0 seconds or more; got -1'),
     ('stop_timeout', True, 'vllm_service_stop_timeout must be 0 seconds or more; got true'),
+    ('npu_free_timeout', -1, 'vllm_service_npu_free_timeout must be 0 to 3600 seconds; got -1'),
+    ('npu_free_timeout', 3601, 'vllm_service_npu_free_timeout must be 0 to 3600 seconds; got 3601'),
+    ('npu_free_interval', 0, 'vllm_service_npu_free_interval must be 1 to 60 seconds; got 0'),
+    ('restart_burst', 0, 'vllm_service_restart_burst must be 1 to 100; got 0'),
+    ('restart_interval', None, 'vllm_service_restart_interval must be 1 to 86400 seconds; got null'),
     ('user', None, 'vllm_service_user must be a system account name'),
 ])
 def test_the_role_s_own_inputs_are_checked_with_the_plan_s(name, value, message):
@@ -476,6 +482,8 @@ def test_the_role_s_own_inputs_are_checked_with_the_plan_s(name, value, message)
     ('pip_remove', ['torchvision']), ('model_source', {'src': 'files/models/tiny'}),
     ('model_source', {'path': '/mnt/nfs/models/tiny'}), ('headless_settle', '30'), ('start_timeout', '600'),
     ('manifest_workers', 256), ('stop_timeout', 0), ('model_manifest', '/data/models/x.sha256'),
+    ('npu_free_timeout', 0), ('npu_free_timeout', '3600'), ('npu_free_interval', 60), ('restart_burst', 100),
+    ('restart_interval', '86400'),
 ])
 def test_the_role_s_own_inputs_accept_what_they_document(name, value):
     assert _serving.check_inputs(inputs(**{name: value})) == []

@@ -88,7 +88,7 @@ def test_a_healthy_node(host):
     assert (result['status'], result['mode']) == ('healthy', 'native')
     assert statuses(result) == {'versions': 'ok', 'npu_health': 'ok', 'npu_memory': 'ok', 'npu_temperature': 'ok',
                                 'npu_processes': 'ok', 'tuning': 'ok', 'container_runtime': 'skipped', 'service': 'ok',
-                                'journal': 'ok', 'network': 'skipped'}
+                                'restart_storm': 'ok', 'journal': 'ok', 'network': 'skipped'}
     assert [item['check'] for item in result['findings']] == list(_doctor.CHECKS)
     # Every command under the time limit, each tool once.
     assert all(argv[0] == TIMEOUT for argv in host.commands())

@@ -4,7 +4,7 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
 
-"""The stack_upgrade_steps, stack_previous_packages and model_dir_choice filters (documented in their .yml files)."""
+"""The stack_upgrade_steps, stack_previous_packages, stack_package_record and model_dir_choice filters (documented in their .yml files)."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from ansible.errors import AnsibleFilterError
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._model_rollout import choose_model_dir
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._stack_upgrade import (
     missing_message,
+    package_record,
     previous_packages,
     upgrade_steps,
 )
@@ -43,6 +44,11 @@ def stack_previous_packages(installed, files, arch=None, chip=None, where=()):
     return result
 
 
+def stack_package_record(old, version, packages):
+    """The record of the installed packages after installing ``version`` from ``packages``; ``old`` the one before."""
+    return package_record(old, version, _mapping(packages or {}, 'stack_package_record', 'packages'))
+
+
 def model_dir_choice(files, root, manifests=None):
     """The newest complete model directory under ``root`` among ``files`` (ansible.builtin.find's files)."""
     if not isinstance(files, (list, tuple)):
@@ -53,4 +59,4 @@ def model_dir_choice(files, root, manifests=None):
 class FilterModule(object):
     def filters(self):
         return {'stack_upgrade_steps': stack_upgrade_steps, 'stack_previous_packages': stack_previous_packages,
-                'model_dir_choice': model_dir_choice}
+                'stack_package_record': stack_package_record, 'model_dir_choice': model_dir_choice}

@@ -117,3 +117,18 @@ def missing_message(missing, where):
     return 'no package of the installed %s in %s' % (
         ', '.join('%s %s (%s)' % (item['component'], item['version'], item['name']) for item in missing),
         ', '.join(where) if where else 'no folder')
+
+
+def package_record(old, version, packages):
+    """The record of the packages a role installed, after installing ``version`` from ``packages`` (component ->
+    path): ``{current: {version, packages}, previous: ...}``. The ``old`` record's current entry becomes the previous
+    one when the version changes; on the same version the previous entry stays and the packages are merged (a later
+    run may not have fetched them)."""
+    old = old if isinstance(old, dict) else {}
+    current = old.get('current') if isinstance(old.get('current'), dict) else {}
+    version = _version(version)
+    if _same(_version(current.get('version')), version):
+        merged = dict(current.get('packages') or {})
+        merged.update(packages or {})
+        return {'current': {'version': version, 'packages': merged}, 'previous': old.get('previous')}
+    return {'current': {'version': version, 'packages': dict(packages or {})}, 'previous': current or None}

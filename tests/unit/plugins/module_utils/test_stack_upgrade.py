@@ -13,6 +13,7 @@ import pytest
 
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._stack_upgrade import (
     missing_message,
+    package_record,
     previous_packages,
     upgrade_steps,
 )
@@ -104,3 +105,20 @@ def test_previous_packages_takes_the_a3_kernels_for_an_a3_host():
 def test_nothing_installed_needs_nothing():
     assert previous_packages({'driver': None, 'toolkit': ''}, []) == {'found': {}, 'missing': [], 'complete': True}
     assert missing_message([], ['/x']) == ''
+
+
+def test_package_record_keeps_the_previous_version_on_a_change():
+    first = package_record(None, '8.1.RC1', {'toolkit': '/p/t81.run'})
+    assert first == {'current': {'version': '8.1.RC1', 'packages': {'toolkit': '/p/t81.run'}}, 'previous': None}
+    second = package_record(first, '8.2.RC1', {'toolkit': '/p/t82.run', 'nnal': '/p/n82.run'})
+    assert second == {'current': {'version': '8.2.RC1', 'packages': {'toolkit': '/p/t82.run', 'nnal': '/p/n82.run'}},
+                      'previous': first['current']}
+
+
+def test_package_record_on_the_same_version_merges_and_keeps_previous():
+    record = {'current': {'version': '8.2.RC1', 'packages': {'toolkit': '/p/t82.run'}},
+              'previous': {'version': '8.1.RC1', 'packages': {}}}
+    assert package_record(record, '8.2.rc1', {'nnal': '/p/n82.run'}) == {
+        'current': {'version': '8.2.rc1', 'packages': {'toolkit': '/p/t82.run', 'nnal': '/p/n82.run'}},
+        'previous': {'version': '8.1.RC1', 'packages': {}}}
+    assert package_record(record, '8.2.RC1', {}) == record

@@ -31,8 +31,8 @@ def listing(directory, names, mtime, manifest_mtime=None):
 def test_newest_complete_directory_wins_by_manifest_time():
     files = (listing('DeepSeek-2026-11-23', NAMES, 100, 200) + listing('DeepSeek-2026-11-30', NAMES, 300, 400)
              + listing('DeepSeek-2026-11-16', NAMES, 500, 50))
-    manifests = dict(('%s/%s' % (ROOT, d), sums(NAMES)) for d in ('DeepSeek-2026-11-23', 'DeepSeek-2026-11-30',
-                                                                   'DeepSeek-2026-11-16'))
+    names = ('DeepSeek-2026-11-23', 'DeepSeek-2026-11-30', 'DeepSeek-2026-11-16')
+    manifests = dict(('%s/%s' % (ROOT, d), sums(NAMES)) for d in names)
     result = choose_model_dir(ROOT, files, manifests)
     assert result['chosen'] == ROOT + '/DeepSeek-2026-11-30'
     assert [entry['path'] for entry in result['directories']] == [

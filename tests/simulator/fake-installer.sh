@@ -878,6 +878,20 @@ EOF
     oplog Success
 }
 
+# The simulator's own record, not a Huawei log: each install, upgrade or removal with the number of processes that held
+# an NPU when it started (from the simulator's state), so that tests prove a node was drained before its packages
+# changed, and in which order they changed.
+sim_record() {
+    _state=${ASCEND_SIM_STATE:-$R/etc/ascend-sim/state.json}
+    _busy=$(python3 -c 'import json, sys; print(len(json.load(open(sys.argv[1])).get("processes") or []))' "$_state" \
+        2>/dev/null) || _busy=unknown
+    mkdir -p "$R/var/log/ascend-sim" 2>/dev/null
+    printf '%s %s %s %s npu_processes=%s\n' "$(date '+%Y-%m-%dT%H:%M:%S')" "$COMPONENT" "$VERSION" "$ACTION" \
+        "${_busy:-unknown}" >>"$R/var/log/ascend-sim/installers.log" 2>/dev/null
+    return 0
+}
+if [ "$ACTION" != check ]; then sim_record; fi
+
 case "$COMPONENT" in
     driver) driver_main;;
     firmware) firmware_main;;

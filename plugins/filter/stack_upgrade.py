@@ -1,0 +1,62 @@
+# -*- coding: utf-8 -*-
+
+# Copyright (c) kunpeng_ascend.vllm contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+"""The stack_upgrade_steps, stack_previous_packages, stack_package_record and model_dir_choice filters (documented in their .yml files)."""
+
+from __future__ import annotations
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._model_rollout import choose_model_dir
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._stack_upgrade import (
+    missing_message,
+    package_record,
+    previous_packages,
+    upgrade_steps,
+)
+
+
+def _mapping(value, name, what):
+    if not isinstance(value, dict):
+        raise AnsibleFilterError('%s: %s must be a dict, not %s' % (name, what, type(value).__name__))
+    return value
+
+
+def stack_upgrade_steps(installed, wanted):
+    """The steps of an upgrade from the ``installed`` versions to the ``wanted`` ones."""
+    try:
+        return upgrade_steps(_mapping(installed, 'stack_upgrade_steps', 'the input (the installed versions)'),
+                             _mapping(wanted, 'stack_upgrade_steps', 'wanted (the versions to install)'))
+    except ValueError as error:
+        raise AnsibleFilterError('stack_upgrade_steps: %s' % error)
+
+
+def stack_previous_packages(installed, files, arch=None, chip=None, where=()):
+    """The package files among ``files`` of the ``installed`` versions, and what is missing (with a message)."""
+    _mapping(installed, 'stack_previous_packages', 'the input (the installed versions)')
+    if not isinstance(files, (list, tuple)):
+        raise AnsibleFilterError('stack_previous_packages: files must be a list of paths')
+    result = previous_packages(installed, files, arch=arch, chip=chip)
+    result['message'] = missing_message(result['missing'], list(where or ()))
+    return result
+
+
+def stack_package_record(old, version, packages):
+    """The record of the installed packages after installing ``version`` from ``packages``; ``old`` the one before."""
+    return package_record(old, version, _mapping(packages or {}, 'stack_package_record', 'packages'))
+
+
+def model_dir_choice(files, root, manifests=None):
+    """The newest complete model directory under ``root`` among ``files`` (ansible.builtin.find's files)."""
+    if not isinstance(files, (list, tuple)):
+        raise AnsibleFilterError("model_dir_choice: the input must be the list of files (ansible.builtin.find's files)")
+    return choose_model_dir(root, files, _mapping(manifests or {}, 'model_dir_choice', 'manifests'))
+
+
+class FilterModule(object):
+    def filters(self):
+        return {'stack_upgrade_steps': stack_upgrade_steps, 'stack_previous_packages': stack_previous_packages,
+                'stack_package_record': stack_package_record, 'model_dir_choice': model_dir_choice}

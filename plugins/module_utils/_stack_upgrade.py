@@ -1,0 +1,134 @@
+# -*- coding: utf-8 -*-
+
+# Copyright (c) kunpeng_ascend.vllm contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+"""Private to the kunpeng_ascend.vllm collection: not a public API, it may change without notice.
+
+The decisions of a stack upgrade (playbooks/upgrade.yml, role cann's uninstall-first): which of the NPU firmware,
+driver and CANN components change and in which order (Huawei's: firmware then driver on an upgrade, driver then
+firmware on a first install; then the CANN toolkit, kernels, NNAL), and which package files on the host are those of
+the versions installed now - what a removal before the install needs, and what a rollback would reinstall - else
+exactly which are missing. Pure: the callers read the host.
+"""
+
+from __future__ import annotations
+
+import os
+
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._architecture import normalise_arch
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._ascend_packages import (
+    parse_package_file_name,
+    version_order,
+)
+
+HDK = ('driver', 'firmware')
+CANN = ('toolkit', 'kernels', 'nnal')
+STACK = HDK + CANN
+# What a file of each component is called, for a message naming a missing one.
+NAME_EXAMPLES = {
+    'driver': 'Ascend-hdk-<chip>-npu-driver_{version}_linux-<arch>.run',
+    'firmware': 'Ascend-hdk-<chip>-npu-firmware_{version}.run',
+    'toolkit': 'Ascend-cann-toolkit_{version}_linux-<arch>.run',
+    'kernels': 'Ascend-cann-kernels-<chip>_{version}_linux-<arch>.run (or Ascend-cann-<chip>-ops_, Atlas-A3-cann-kernels_)',
+    'nnal': 'Ascend-cann-nnal_{version}_linux-<arch>.run',
+}
+
+
+def _version(value):
+    """A version as text, or None for none (null, empty)."""
+    if value is None:
+        return None
+    text = str(value).strip()
+    return text or None
+
+
+def _same(left, right):
+    return left is not None and right is not None and version_order(left, right) == 0
+
+
+def upgrade_steps(installed, wanted):
+    """What a stack upgrade does, from ``installed`` and ``wanted`` (dicts component -> version or null; a
+    component missing from ``wanted`` or null there is left as it is).
+
+    Returns ``steps`` (``{component, before, after}`` in the order to run them: firmware then driver when a driver is
+    installed, else driver then firmware; then toolkit, kernels, NNAL), ``hdk`` and ``cann`` (whether the driver or
+    firmware, and whether any CANN component, change) and ``drain`` (whether anything changes, so the service must
+    stop first).
+    """
+    installed = dict((key, _version(value)) for key, value in (installed or {}).items())
+    wanted = dict((key, _version(value)) for key, value in (wanted or {}).items())
+    unknown = sorted((set(installed) | set(wanted)) - set(STACK))
+    if unknown:
+        raise ValueError('unknown stack component(s) %s; the components are %s' % (', '.join(unknown), ', '.join(STACK)))
+    hdk_order = ('firmware', 'driver') if installed.get('driver') else ('driver', 'firmware')
+    steps = []
+    for component in hdk_order + CANN:
+        after = wanted.get(component)
+        before = installed.get(component)
+        if after is not None and not _same(before, after):
+            steps.append({'component': component, 'before': before, 'after': after})
+    changing = set(step['component'] for step in steps)
+    return {'steps': steps, 'hdk': bool(changing & set(HDK)), 'cann': bool(changing & set(CANN)),
+            'drain': bool(steps)}
+
+
+def _fits(parsed, component, version, arch, chip):
+    if parsed is None or parsed['component'] != component or not _same(parsed['version'], version):
+        return False
+    if arch and parsed['arch'] and parsed['arch'] != normalise_arch(arch):
+        return False
+    if chip and parsed['chip'] and component in ('driver', 'firmware', 'kernels'):
+        return parsed['chip'].lower() == str(chip).lower()
+    return True
+
+
+def previous_packages(installed, files, arch=None, chip=None):
+    """Which of ``files`` (paths of package files on the host) are the packages of the ``installed`` versions (a dict
+    component -> version or null; null components are not installed and need nothing), for ``arch`` (the host's, any
+    spelling) and ``chip`` (the name in the driver's and kernels' file names, such as ``910b``; null for any).
+
+    Returns ``found`` (component -> path, the first fitting file in the order given, so callers put the recorded
+    paths first), ``missing`` (``{component, version, name}`` for each installed component without a file, ``name``
+    the file name Huawei gives it) and ``complete`` (nothing missing).
+    """
+    found = {}
+    missing = []
+    for component in STACK:
+        version = _version((installed or {}).get(component))
+        if version is None:
+            continue
+        match = next((path for path in files or ()
+                      if _fits(parse_package_file_name(os.path.basename(str(path))), component, version, arch, chip)),
+                     None)
+        if match is None:
+            missing.append({'component': component, 'version': version,
+                            'name': NAME_EXAMPLES[component].format(version=version)})
+        else:
+            found[component] = match
+    return {'found': found, 'missing': missing, 'complete': not missing}
+
+
+def missing_message(missing, where):
+    """One sentence naming each missing package (the ``missing`` of previous_packages) and the folders searched."""
+    if not missing:
+        return ''
+    return 'no package of the installed %s in %s' % (
+        ', '.join('%s %s (%s)' % (item['component'], item['version'], item['name']) for item in missing),
+        ', '.join(where) if where else 'no folder')
+
+
+def package_record(old, version, packages):
+    """The record of the packages a role installed, after installing ``version`` from ``packages`` (component ->
+    path): ``{current: {version, packages}, previous: ...}``. The ``old`` record's current entry becomes the previous
+    one when the version changes; on the same version the previous entry stays and the packages are merged (a later
+    run may not have fetched them)."""
+    old = old if isinstance(old, dict) else {}
+    current = old.get('current') if isinstance(old.get('current'), dict) else {}
+    version = _version(version)
+    if _same(_version(current.get('version')), version):
+        merged = dict(current.get('packages') or {})
+        merged.update(packages or {})
+        return {'current': {'version': version, 'packages': merged}, 'previous': old.get('previous')}
+    return {'current': {'version': version, 'packages': dict(packages or {})}, 'previous': current or None}

@@ -1,0 +1,124 @@
+# -*- coding: utf-8 -*-
+
+# Copyright (c) kunpeng_ascend.vllm contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+"""The stack upgrade's decisions: the order of the steps, and the package files of the installed versions (Huawei's
+file names, as the Ascend download pages and the install guide give them)."""
+
+from __future__ import annotations
+
+import pytest
+
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._stack_upgrade import (
+    missing_message,
+    package_record,
+    previous_packages,
+    upgrade_steps,
+)
+
+OLD = {'driver': '24.1.rc1', 'firmware': '7.5.0.3.220', 'toolkit': '8.1.RC1', 'kernels': '8.1.RC1', 'nnal': '8.1.RC1'}
+NEW = {'driver': '24.1.0', 'firmware': '7.7.0.1.231', 'toolkit': '8.2.RC1', 'kernels': '8.2.RC1', 'nnal': '8.2.RC1'}
+DIR = '/var/cache/ascend-packages/'
+FILES = [DIR + name for name in (
+    'Ascend-hdk-910b-npu-driver_24.1.rc1_linux-aarch64.run',
+    'Ascend-hdk-910b-npu-firmware_7.5.0.3.220.run',
+    'Ascend-cann-toolkit_8.1.RC1_linux-aarch64.run',
+    'Ascend-cann-kernels-910b_8.1.RC1_linux-aarch64.run',
+    'Atlas-A3-cann-kernels_8.1.RC1_linux-aarch64.run',
+    'Ascend-cann-nnal_8.1.RC1_linux-aarch64.run',
+    'Ascend-cann-toolkit_8.2.RC1_linux-aarch64.run',
+    'Ascend-cann-toolkit_8.1.RC1_linux-x86_64.run',
+)]
+
+
+def components(result):
+    return [step['component'] for step in result['steps']]
+
+
+def test_upgrade_runs_firmware_before_driver_then_cann_in_order():
+    result = upgrade_steps(OLD, NEW)
+    assert components(result) == ['firmware', 'driver', 'toolkit', 'kernels', 'nnal']
+    assert result['steps'][1] == {'component': 'driver', 'before': '24.1.rc1', 'after': '24.1.0'}
+    assert (result['hdk'], result['cann'], result['drain']) == (True, True, True)
+
+
+def test_first_install_runs_driver_before_firmware():
+    result = upgrade_steps({}, {'driver': '24.1.0', 'firmware': '7.7.0.1.231', 'toolkit': '8.2.RC1'})
+    assert components(result) == ['driver', 'firmware', 'toolkit']
+
+
+def test_versions_equal_ignoring_case_need_nothing_and_no_drain():
+    installed = dict(OLD, toolkit='8.1.rc1', driver='24.1.RC1')
+    result = upgrade_steps(installed, OLD)
+    assert result == {'steps': [], 'hdk': False, 'cann': False, 'drain': False}
+
+
+def test_only_cann_changes_leaves_the_driver_alone():
+    result = upgrade_steps(OLD, {'toolkit': '8.2.RC1', 'kernels': '8.2.RC1', 'nnal': '8.2.RC1', 'driver': None})
+    assert components(result) == ['toolkit', 'kernels', 'nnal']
+    assert (result['hdk'], result['cann']) == (False, True)
+
+
+def test_unknown_component_is_refused():
+    with pytest.raises(ValueError, match='unknown stack component.*docker'):
+        upgrade_steps(OLD, {'docker': '1'})
+
+
+def test_previous_packages_finds_each_installed_version_for_arch_and_chip():
+    result = previous_packages(OLD, FILES, arch='arm64', chip='910b')
+    assert result['complete'] is True
+    assert result['found'] == {
+        'driver': DIR + 'Ascend-hdk-910b-npu-driver_24.1.rc1_linux-aarch64.run',
+        'firmware': DIR + 'Ascend-hdk-910b-npu-firmware_7.5.0.3.220.run',
+        'toolkit': DIR + 'Ascend-cann-toolkit_8.1.RC1_linux-aarch64.run',
+        'kernels': DIR + 'Ascend-cann-kernels-910b_8.1.RC1_linux-aarch64.run',
+        'nnal': DIR + 'Ascend-cann-nnal_8.1.RC1_linux-aarch64.run',
+    }
+
+
+def test_previous_packages_prefers_the_first_listed():
+    recorded = '/srv/kept/Ascend-cann-toolkit_8.1.rc1_linux-aarch64.run'
+    result = previous_packages({'toolkit': '8.1.RC1'}, [recorded] + FILES, arch='aarch64')
+    assert result['found'] == {'toolkit': recorded}
+
+
+def test_previous_packages_names_what_is_missing():
+    result = previous_packages(dict(OLD, nnal='8.0.0', driver=None), FILES[1:], arch='x86_64', chip='A3')
+    assert result['complete'] is False
+    assert result['found'] == {'toolkit': DIR + 'Ascend-cann-toolkit_8.1.RC1_linux-x86_64.run'}
+    assert [(item['component'], item['version']) for item in result['missing']] == [
+        ('firmware', '7.5.0.3.220'), ('kernels', '8.1.RC1'), ('nnal', '8.0.0')]
+    assert result['missing'][2]['name'] == 'Ascend-cann-nnal_8.0.0_linux-<arch>.run'
+    assert missing_message(result['missing'], ['/var/cache/ascend-packages']) == (
+        'no package of the installed firmware 7.5.0.3.220 (Ascend-hdk-<chip>-npu-firmware_7.5.0.3.220.run), kernels '
+        '8.1.RC1 (Ascend-cann-kernels-<chip>_8.1.RC1_linux-<arch>.run (or Ascend-cann-<chip>-ops_, '
+        'Atlas-A3-cann-kernels_)), nnal 8.0.0 (Ascend-cann-nnal_8.0.0_linux-<arch>.run) in /var/cache/ascend-packages')
+
+
+def test_previous_packages_takes_the_a3_kernels_for_an_a3_host():
+    result = previous_packages({'kernels': '8.1.RC1'}, FILES, arch='aarch64', chip='a3')
+    assert result['found'] == {'kernels': DIR + 'Atlas-A3-cann-kernels_8.1.RC1_linux-aarch64.run'}
+
+
+def test_nothing_installed_needs_nothing():
+    assert previous_packages({'driver': None, 'toolkit': ''}, []) == {'found': {}, 'missing': [], 'complete': True}
+    assert missing_message([], ['/x']) == ''
+
+
+def test_package_record_keeps_the_previous_version_on_a_change():
+    first = package_record(None, '8.1.RC1', {'toolkit': '/p/t81.run'})
+    assert first == {'current': {'version': '8.1.RC1', 'packages': {'toolkit': '/p/t81.run'}}, 'previous': None}
+    second = package_record(first, '8.2.RC1', {'toolkit': '/p/t82.run', 'nnal': '/p/n82.run'})
+    assert second == {'current': {'version': '8.2.RC1', 'packages': {'toolkit': '/p/t82.run', 'nnal': '/p/n82.run'}},
+                      'previous': first['current']}
+
+
+def test_package_record_on_the_same_version_merges_and_keeps_previous():
+    record = {'current': {'version': '8.2.RC1', 'packages': {'toolkit': '/p/t82.run'}},
+              'previous': {'version': '8.1.RC1', 'packages': {}}}
+    assert package_record(record, '8.2.rc1', {'nnal': '/p/n82.run'}) == {
+        'current': {'version': '8.2.rc1', 'packages': {'toolkit': '/p/t82.run', 'nnal': '/p/n82.run'}},
+        'previous': {'version': '8.1.RC1', 'packages': {}}}
+    assert package_record(record, '8.2.RC1', {}) == record

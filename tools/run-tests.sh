@@ -106,7 +106,7 @@ stage_ee() {
 # their node. So two lanes run side by side on two cores: the arm64 scenarios one after another, then the x86_64
 # scenarios named in lane1_after_arm64 (so that the lanes take about as long); and the other x86_64 scenarios one
 # after another. Each scenario's output goes to .cache/molecule/<scenario>.log and is printed in full if it fails.
-lane1_after_arm64=" multinode vllm_container rolling_update doctor simulator npu_driver os_tuning model_quantize cann upgrade "
+lane1_after_arm64=" multinode vllm_container rolling_update doctor simulator model_quantize cann upgrade "
 stage_molecule() {
   molecule_lanes && molecule_report
 }

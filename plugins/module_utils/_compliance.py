@@ -21,9 +21,8 @@ import json
 import stat
 
 STATUSES = ('pass', 'fail', 'unknown')
-# The findings, in report order. The served model's manifest digest against the known-good record goes here too
-# (id model_manifest), from its own check function.
-COMPLIANCE = ('secure_boot', 'offline_routes', 'tls_key')
+# The findings, in report order; model_manifest is the served model's manifest digest against the known good.
+COMPLIANCE = ('secure_boot', 'offline_routes', 'tls_key', 'model_manifest')
 
 # The EFI variable that says whether Secure Boot is on (EFI global variable GUID); efivarfs gives 4 bytes of
 # attributes, then the value: one byte, 1 when Secure Boot is enforced.
@@ -217,3 +216,43 @@ def check_tls_key(record, key_stat):
         return compliance_finding('tls_key', 'fail', 'the TLS key %s is %s: it must be a regular file of root that '
                                   'no one else may read or write' % (path, shown), evidence, fix)
     return compliance_finding('tls_key', 'pass', 'the TLS key %s is %s' % (path, shown), evidence)
+
+
+def check_model_manifest(record, known_good, manifest_path, manifest_sha256):
+    """The served model against the known good: ``record`` the service's deployment record (None: none),
+    ``known_good`` the service's current known good summary from the local fact (None: none recorded),
+    ``manifest_path`` the manifest read in the served model's directory and ``manifest_sha256`` its SHA-256 (None:
+    absent or unreadable). Pass: the model the service serves is the known good's and its manifest has the known
+    good's digest."""
+    if record is None:
+        return compliance_finding('model_manifest', 'unknown', 'no deployment record of the service on this host: '
+                                  'which model it serves is not known', {'record': None},
+                                  'Deploy the service with role kunpeng_ascend.vllm.vllm_service, or set '
+                                  'doctor_service_name to the service recorded')
+    evidence = {'service': record.get('name'), 'model': record.get('model'), 'manifest': manifest_path,
+                'manifest_sha256': manifest_sha256, 'known_good': None}
+    if not known_good:
+        return compliance_finding('model_manifest', 'unknown', 'no known good is recorded for the service %s'
+                                  % record.get('name'), evidence,
+                                  'Run playbooks/site.yml or rolling_update.yml: role kunpeng_ascend.vllm.vllm_service '
+                                  'records the known good when its health gate passes')
+    evidence['known_good'] = {'model': known_good.get('model'), 'model_digest': known_good.get('model_digest'),
+                              'time': known_good.get('time')}
+    rollback = 'Roll the node back with playbooks/rollback.yml -e vllm_service_rollback_to=current, or deploy ' \
+        'the intended model again with playbooks/rolling_update.yml'
+    if record.get('model') != known_good.get('model'):
+        return compliance_finding('model_manifest', 'fail', 'the service %s serves %s, but its known good (%s) '
+                                  'serves %s' % (record.get('name'), record.get('model'), known_good.get('time'),
+                                                 known_good.get('model')), evidence, rollback)
+    if not known_good.get('model_digest'):
+        return compliance_finding('model_manifest', 'unknown', 'the known good of %s recorded no manifest digest '
+                                  'for %s' % (record.get('name'), record.get('model')), evidence,
+                                  'Deploy with vllm_service_verify_model: true so that the digest is recorded')
+    if manifest_sha256 is None:
+        return compliance_finding('model_manifest', 'fail', 'the manifest %s of the served model is missing or '
+                                  'unreadable' % manifest_path, evidence, rollback)
+    if manifest_sha256 != known_good['model_digest']:
+        return compliance_finding('model_manifest', 'fail', 'the manifest %s has digest %s, not the known good\'s %s'
+                                  % (manifest_path, manifest_sha256, known_good['model_digest']), evidence, rollback)
+    return compliance_finding('model_manifest', 'pass', 'the served model %s has the known good\'s manifest (sha256 %s)'
+                              % (record.get('model'), manifest_sha256), evidence)

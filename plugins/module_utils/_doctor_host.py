@@ -21,13 +21,16 @@ under ``sysfs_path`` (each glob match's real path must be inside it); the servic
 from __future__ import annotations
 
 import glob
+import hashlib
 import os
 
 import grp
 import pwd
 import stat
 
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils import _compliance, _deployment, _doctor, _proc, _systemd
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils import (
+    _compliance, _deployment, _doctor, _known_good, _proc, _systemd,
+)
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._ascend_files import (
     RootFS,
     read_cann_install_record,
@@ -342,6 +345,31 @@ class HostReader:
                                 _compliance.parse_route_get(result.rc, result.stdout, result.stderr))
         return _compliance.check_offline_routes(declared, lookups)
 
+    def known_good(self, name):
+        """The current known good summary of service ``name`` from the local fact (None: none, or no fact of this
+        collection, with a warning)."""
+        text = self.fs.read(_known_good.FACT_PATH, self.warn)
+        if text is None or not name:
+            return None
+        fact, problems = _known_good.parse_fact(text)
+        if problems or fact is None:
+            self.warn('%s is no known-good fact of this collection and is ignored: %s'
+                      % (_known_good.FACT_PATH, '; '.join(problems)))
+            return None
+        return ((fact.get('services') or {}).get(name) or {}).get('current')
+
+    def file_sha256(self, path):
+        """The SHA-256 of the regular file ``path`` under ``root`` (at most the reader's size limit), None when it is
+        not there or cannot be read."""
+        text = self.fs.read(path, self.warn)
+        if text is None:
+            return None
+        try:
+            with open(self.fs.host_path(path), 'rb') as handle:
+                return hashlib.sha256(handle.read()).hexdigest()
+        except (IOError, OSError):
+            return None
+
     def key_stat(self, path):
         """``{'exists', 'type', 'owner', 'group', 'mode'}`` of the file ``path`` under ``root`` (not followed if a
         link), None for no path."""
@@ -370,8 +398,18 @@ def compliance(reader, options, record):
     findings = [reader.secure_boot(),
                 reader.offline_routes(options.get('site_offline'), options.get('public_addresses') or
                                       _compliance.PUBLIC_ADDRESSES),
-                _compliance.check_tls_key(record, reader.key_stat(((record or {}).get('tls') or {}).get('key')))]
+                _compliance.check_tls_key(record, reader.key_stat(((record or {}).get('tls') or {}).get('key'))),
+                model_manifest(reader, record)]
     return _compliance.order(findings)
+
+
+def model_manifest(reader, record):
+    """The served model's manifest (``<model>/SHA256SUMS``, the role's default) against the known good's digest."""
+    if record is None:
+        return _compliance.check_model_manifest(None, None, None, None)
+    manifest = '%s/SHA256SUMS' % record['model'].rstrip('/') if record.get('model') else None
+    return _compliance.check_model_manifest(record, reader.known_good(record.get('name')), manifest,
+                                            reader.file_sha256(manifest) if manifest else None)
 
 
 def diagnose(reader, options, now):

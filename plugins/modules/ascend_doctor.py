@@ -64,7 +64,9 @@ description:
     EFI variable C(SecureBoot-8be4df61-93ca-11d2-aa0d-00e098032b8c) under O(sysfs_path)C(/firmware/efi/efivars), else
     C(mokutil --sb-state); no C(/sys/firmware/efi) is a legacy BIOS boot and fails), C(offline_routes) (with
     O(site_offline), a route to any of O(public_addresses) fails), C(tls_key) (the TLS key the deployment record
-    names - a regular file of root that no one else may read or write; a service without TLS fails)."
+    names - a regular file of root that no one else may read or write; a service without TLS fails),
+    C(model_manifest) (the served model and the SHA-256 of its C(SHA256SUMS) against the current known good of the
+    local fact C(/etc/ansible/facts.d/kunpeng_ascend_vllm_known_good.fact); another model or digest fails)."
   - Only reads; it never changes the host.
 author:
   - kunpeng_ascend.vllm maintainers (@kunpeng-ascend)
@@ -270,7 +272,7 @@ findings:
       description: What to do, naming the command, variable or file; null when nothing is to be done.
       type: str
 compliance:
-  description: The compliance findings, in the order C(secure_boot), C(offline_routes), C(tls_key).
+  description: The compliance findings, in the order C(secure_boot), C(offline_routes), C(tls_key), C(model_manifest).
   returned: always
   type: list
   elements: dict

@@ -14,7 +14,7 @@ import os
 
 import pytest
 
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils import _compliance, _doctor, _doctor_host
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils import _compliance, _doctor, _doctor_host, _known_good
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._command import CommandResult
 from ansible_collections.kunpeng_ascend.vllm.tests.helpers import load_fixture
 
@@ -208,10 +208,60 @@ def test_compliance_reads_the_key_the_record_names_under_root(tmp_path):
     key.chmod(0o644)
     found = _doctor_host.compliance(host.reader(), {'site_offline': True, 'public_addresses': ['8.8.8.8']}, TLS_RECORD)
     assert [(item['id'], item['status']) for item in found] == [
-        ('secure_boot', 'pass'), ('offline_routes', 'pass'), ('tls_key', 'fail')]
+        ('secure_boot', 'pass'), ('offline_routes', 'pass'), ('tls_key', 'fail'), ('model_manifest', 'unknown')]
     assert found[2]['evidence']['key']['mode'] == 0o644
     key.chmod(0o600)
     found = _doctor_host.compliance(host.reader(), {}, TLS_RECORD)
     assert [(item['id'], item['status']) for item in found] == [
-        ('secure_boot', 'pass'), ('offline_routes', 'unknown'), ('tls_key', 'pass' if os.geteuid() == 0 else 'fail')]
+        ('secure_boot', 'pass'), ('offline_routes', 'unknown'), ('tls_key', 'pass' if os.geteuid() == 0 else 'fail'),
+        ('model_manifest', 'unknown')]
     assert json.dumps(found)
+
+
+# ------------------------------------------------------------------------------- the served model vs the known good
+
+RECORD = {'name': 'vllm', 'model': '/srv/models/deepseek-v3-w8a8', 'endpoint': 'http://127.0.0.1:8000/v1'}
+KNOWN_GOOD = {'model': '/srv/models/deepseek-v3-w8a8', 'model_digest': 'a' * 64, 'time': '2026-12-01T02:00:00Z'}
+
+
+def test_the_served_model_with_the_known_good_manifest_passes():
+    found = _compliance.check_model_manifest(RECORD, KNOWN_GOOD, '/srv/models/deepseek-v3-w8a8/SHA256SUMS', 'a' * 64)
+    assert found['status'] == 'pass' and found['evidence']['known_good']['model_digest'] == 'a' * 64
+
+
+@pytest.mark.parametrize('known_good, digest, status, summary', [
+    (KNOWN_GOOD, 'b' * 64, 'fail', 'has digest %s, not the known good' % ('b' * 64)),
+    (KNOWN_GOOD, None, 'fail', 'is missing or unreadable'),
+    (dict(KNOWN_GOOD, model='/srv/models/deepseek-v3'), 'a' * 64, 'fail', 'but its known good'),
+    (dict(KNOWN_GOOD, model_digest=None), 'a' * 64, 'unknown', 'recorded no manifest digest'),
+    (None, 'a' * 64, 'unknown', 'no known good is recorded for the service vllm'),
+])
+def test_a_changed_missing_or_other_model_fails_and_no_known_good_is_unknown(known_good, digest, status, summary):
+    found = _compliance.check_model_manifest(RECORD, known_good, '/srv/models/deepseek-v3-w8a8/SHA256SUMS', digest)
+    assert (found['status'], summary in found['summary']) == (status, True)
+    if status == 'fail':
+        assert 'playbooks/rollback.yml' in found['fix']
+
+
+def test_no_deployment_record_leaves_the_model_unknown():
+    assert _compliance.check_model_manifest(None, KNOWN_GOOD, None, None)['status'] == 'unknown'
+
+
+def test_the_reader_hashes_the_served_manifest_and_reads_the_known_good_fact(tmp_path):
+    host = Host(tmp_path)
+    model = host.root / 'srv' / 'models' / 'deepseek-v3-w8a8'
+    model.mkdir(parents=True)
+    (model / 'SHA256SUMS').write_bytes(b'0' * 64 + b'  config.json\n')
+    digest = __import__('hashlib').sha256(b'0' * 64 + b'  config.json\n').hexdigest()
+    facts = host.root / 'etc' / 'ansible' / 'facts.d'
+    facts.mkdir(parents=True)
+    summary = dict((key, None) for key in _known_good.SUMMARY_KEYS)
+    summary.update(KNOWN_GOOD, model_digest=digest, stack=dict((key, None) for key in _known_good.STACK_FACTS),
+                   mode='native')
+    (facts / 'kunpeng_ascend_vllm_known_good.fact').write_text(json.dumps(
+        {'schema': _known_good.FACT_SCHEMA, 'services': {'vllm': {'current': summary, 'previous': None}}}))
+    reader = host.reader()
+    assert reader.file_sha256('/srv/models/deepseek-v3-w8a8/SHA256SUMS') == digest
+    assert _doctor_host.model_manifest(reader, RECORD)['status'] == 'pass'
+    (model / 'SHA256SUMS').write_bytes(b'1' * 64 + b'  config.json\n')
+    assert _doctor_host.model_manifest(reader, RECORD)['status'] == 'fail'

@@ -271,7 +271,7 @@ def test_the_compliance_findings_beside_the_health_verdict(host):
     host.answers[(ip, '-j', 'route', 'get', '1.1.1.1')] = (0, route, '')
     result = run_module(host, {'site_offline': True, 'public_addresses': ['1.1.1.1'], 'ip_path': ip})
     assert [(item['id'], item['status']) for item in result['compliance']] == [
-        ('secure_boot', 'pass'), ('offline_routes', 'fail'), ('tls_key', 'unknown')]
+        ('secure_boot', 'pass'), ('offline_routes', 'fail'), ('tls_key', 'unknown'), ('model_manifest', 'unknown')]
     # Under the timeout, as every command.
     assert [[ip, '-j', 'route', 'get', '1.1.1.1']] == [list(call[-5:]) for call in host.commands() if ip in call]
     assert result['status'] == 'healthy'

@@ -15,12 +15,14 @@ import shutil
 import subprocess
 
 import pytest
+import yaml
 
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils import _serving
 from ansible_collections.kunpeng_ascend.vllm.tests.unit.plugins.module_utils.test_serving import inputs
 
 TEMPLATE = os.path.join(os.path.dirname(__file__), '..', '..', '..', 'roles', 'vllm_service', 'templates',
                         'vllm.service.j2')
+DEFAULTS = os.path.join(os.path.dirname(TEMPLATE), '..', 'defaults', 'main.yml')
 TLS = dict(tls_cert='files/vllm.crt', tls_key='files/vllm.key', tls_ca='files/ca.crt')
 
 
@@ -35,7 +37,14 @@ def render(plan):
         '__vllm_service_has_npus': plan['has_npus'], '__vllm_service_env_file': plan['env_file'],
         '__vllm_service_state_dir': plan['state_dir'], '__vllm_service_command': plan['command'],
         '__vllm_service_container_name': plan['container_name'], '__vllm_service_engine_path_value': plan['command'][0],
+        '__vllm_service_unit': plan['unit'], '__vllm_service_cards': plan.get('npu_ids') or [],
+        '__vllm_service_libexec': '/usr/local/libexec/kunpeng-ascend-vllm',
     }
+    # The role's defaults for what the plan does not hold (the restart limits, the wait for free NPUs).
+    with open(DEFAULTS, encoding='utf-8') as handle:
+        defaults = yaml.safe_load(handle)
+    for name, value in defaults.items():
+        variables.setdefault(name, value)
     with open(TEMPLATE, encoding='utf-8') as handle:
         source = handle.read()
     # ansible-core 2.19 templates only what is marked trusted, as a template file read by the template module is.

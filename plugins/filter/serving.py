@@ -16,6 +16,7 @@ from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._serving impor
     check_inputs,
     release_of,
     serving_plan as _plan,
+    tls_paths,
 )
 
 
@@ -55,7 +56,14 @@ def deployment_record(plan, model):
     return {'path': record_path(plan['name']), 'content': record_of(plan, model)}
 
 
+def vllm_service_tls_paths(name):
+    """``{'cert', 'key', 'ca', 'dir'}``: where role vllm_service puts service ``name``'s TLS files on the node."""
+    if not isinstance(name, str) or not name:
+        raise AnsibleFilterError('vllm_service_tls_paths: the input must be the service name, not %r' % (name,))
+    return tls_paths(name)
+
+
 class FilterModule(object):
     def filters(self):
         return {'serving_plan': serving_plan, 'vllm_ascend_release': vllm_ascend_release,
-                'deployment_record': deployment_record}
+                'deployment_record': deployment_record, 'vllm_service_tls_paths': vllm_service_tls_paths}

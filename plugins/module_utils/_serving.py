@@ -247,15 +247,23 @@ def client_url(host, port, scheme='http'):
     return '%s://%s:%s' % (scheme, '[%s]' % client if ':' in client else client, port)
 
 
+def tls_paths(name):
+    """Where the role puts service ``name``'s certificate, key and CA on the node (TLS_DIR/<name>/), and the
+    directory."""
+    directory = '%s/%s' % (TLS_DIR, name)
+    paths = dict((role, '%s/%s' % (directory, file_name)) for role, file_name in TLS_FILES)
+    paths['dir'] = directory
+    return paths
+
+
 def tls_plan(inputs, host):
     """The service's TLS on the node, None without it: where the role puts the certificate, key and CA
     (TLS_DIR/<name>/), the name clients ask for (vllm_service_tls_server_name, else the host of the service's URL:
     it must be in the certificate's subjectAltName) and the files on the controller they come from."""
     if not inputs.get('tls_cert'):
         return None
-    directory = '%s/%s' % (TLS_DIR, inputs['name'])
-    plan = dict((role, '%s/%s' % (directory, name)) for role, name in TLS_FILES)
-    plan.update(dir=directory, server_name=inputs.get('tls_server_name') or client_host(host),
+    plan = tls_paths(inputs['name'])
+    plan.update(server_name=inputs.get('tls_server_name') or client_host(host),
                 source=dict((role, inputs['tls_' + role]) for role, _name in TLS_FILES))
     return plan
 

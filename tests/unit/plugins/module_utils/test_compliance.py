@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 
@@ -252,7 +253,7 @@ def test_the_reader_hashes_the_served_manifest_and_reads_the_known_good_fact(tmp
     model = host.root / 'srv' / 'models' / 'deepseek-v3-w8a8'
     model.mkdir(parents=True)
     (model / 'SHA256SUMS').write_bytes(b'0' * 64 + b'  config.json\n')
-    digest = __import__('hashlib').sha256(b'0' * 64 + b'  config.json\n').hexdigest()
+    digest = hashlib.sha256(b'0' * 64 + b'  config.json\n').hexdigest()
     facts = host.root / 'etc' / 'ansible' / 'facts.d'
     facts.mkdir(parents=True)
     summary = dict((key, None) for key in _known_good.SUMMARY_KEYS)

@@ -610,6 +610,14 @@ class RootFS:
             self._report(error, warn, 'it is not listed')
             return []
 
+    def read_bytes(self, path, warn=None):
+        """The bytes of a regular file, None when nothing is there; the same rules and reports as ``read``."""
+        try:
+            return self._read_bytes(path)[1]
+        except UnreadableFile as error:
+            self._report(error, warn, 'it is not read')
+            return None
+
     def read(self, path, warn=None):
         """The text of a regular file (UTF-8, BOM removed), None when nothing is there.
 

@@ -361,14 +361,8 @@ class HostReader:
     def file_sha256(self, path):
         """The SHA-256 of the regular file ``path`` under ``root`` (at most the reader's size limit), None when it is
         not there or cannot be read."""
-        text = self.fs.read(path, self.warn)
-        if text is None:
-            return None
-        try:
-            with open(self.fs.host_path(path), 'rb') as handle:
-                return hashlib.sha256(handle.read()).hexdigest()
-        except (IOError, OSError):
-            return None
+        data = self.fs.read_bytes(path, self.warn)
+        return None if data is None else hashlib.sha256(data).hexdigest()
 
     def key_stat(self, path):
         """``{'exists', 'type', 'owner', 'group', 'mode'}`` of the file ``path`` under ``root`` (not followed if a

@@ -19,6 +19,7 @@ import ipaddress
 import json
 import re
 
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._group_watch import parse_endpoint
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._model_format import dtype_problems, format_problems
 
 # The valued `vllm serve` options the role sets from its own variables, in argv order: (variable, option).
@@ -332,7 +333,7 @@ def _volume_parts(volume):
 INT_INPUTS = ('port', 'tensor_parallel_size', 'data_parallel_size', 'data_parallel_size_local', 'max_model_len',
               'max_num_seqs', 'max_num_batched_tokens', 'cpu_kvcache_space', 'headless_settle', 'manifest_workers',
               'start_timeout', 'stop_timeout',
-              'npu_free_timeout', 'npu_free_interval', 'restart_burst', 'restart_interval')
+              'npu_free_timeout', 'npu_free_interval', 'restart_burst', 'restart_interval', 'wait_for_timeout')
 # The role's own numbers (not the plan's): (input, lowest, highest or None, what the message says it accepts).
 ROLE_NUMBERS = (
     ('headless_settle', 1, 600, '1 to 600 seconds'),
@@ -343,6 +344,7 @@ ROLE_NUMBERS = (
     ('npu_free_interval', 1, 60, '1 to 60 seconds'),
     ('restart_burst', 1, 100, '1 to 100'),
     ('restart_interval', 1, 86400, '1 to 86400 seconds'),
+    ('wait_for_timeout', 0, 86400, '0 to 86400 seconds'),
 )
 FLOAT_INPUTS = ('gpu_memory_utilization',)
 BOOL_INPUTS = ('enable_expert_parallel', 'enforce_eager', 'headless', 'mount_driver_dir', 'api_key_set', 'ipc_host')
@@ -386,6 +388,18 @@ def _check_role_inputs(get, problems):
             problems.append("vllm_service_model_source must be null, {src: <directory on the controller>} or {path: "
                             "<absolute directory on the node, without ':'>} (rsync reads host:path as a remote and a "
                             "leading - as an option); got %s" % _show(source))
+    endpoints = get('wait_for_endpoints', [])
+    if not isinstance(endpoints, list):
+        problems.append('vllm_service_wait_for_endpoints must be a list of host:port; got %s' % _show(endpoints))
+    else:
+        for position, endpoint in enumerate(endpoints):
+            try:
+                if not isinstance(endpoint, str) or not _NO_CONTROL_NOT_OPTION.match(endpoint):
+                    raise ValueError(endpoint)
+                parse_endpoint(endpoint)
+            except ValueError:
+                problems.append('vllm_service_wait_for_endpoints[%d] must be host:port (such as 10.0.0.1:13389); got %s'
+                                % (position, _show(endpoint)))
     for name, lowest, highest, accepts in ROLE_NUMBERS:
         value = get(name)
         if not _is_int(value) or value < lowest or (highest is not None and value > highest):

@@ -40,15 +40,22 @@ def imports_of(path):
         return set(a or b for a, b in IMPORT.findall(handle.read()))
 
 
-def test_every_module_the_program_imports_is_shipped():
-    shipped = set(name[:-len('.py')] for name in shipped_libs())
+def modules_needed(*programs):
+    """The collection's module_utils the ``programs`` import, directly or through each other."""
     needed = set()
-    todo = [os.path.join(ROLE, 'files', 'npu-free-wait')]
+    todo = list(programs)
     while todo:
         for name in imports_of(todo.pop()) - needed:
             needed.add(name)
             todo.append(os.path.join(MODULE_UTILS, name + '.py'))
-    assert needed == shipped
+    return needed
+
+
+def test_every_module_the_programs_import_is_shipped():
+    # The waits before each start (npu-free-wait, tcp-port-wait) share one lib/: exactly what they import.
+    shipped = set(name[:-len('.py')] for name in shipped_libs())
+    assert modules_needed(os.path.join(ROLE, 'files', 'npu-free-wait'), os.path.join(ROLE, 'files', 'tcp-port-wait')) \
+        == shipped
 
 
 @pytest.fixture(name='host')

@@ -26,7 +26,7 @@ DEFAULTS = os.path.join(os.path.dirname(TEMPLATE), '..', 'defaults', 'main.yml')
 TLS = dict(tls_cert='files/vllm.crt', tls_key='files/vllm.key', tls_ca='files/ca.crt')
 
 
-def render(plan):
+def render(plan, **role_variables):
     templar_module = pytest.importorskip('ansible.template')
     from ansible.parsing.dataloader import DataLoader
     variables = {
@@ -43,8 +43,11 @@ def render(plan):
     # The role's defaults for what the plan does not hold (the restart limits, the wait for free NPUs).
     with open(DEFAULTS, encoding='utf-8') as handle:
         defaults = yaml.safe_load(handle)
+    variables.update(role_variables)
     for name, value in defaults.items():
         variables.setdefault(name, value)
+    # vars/main.yml's rule: the unit waits before each start for free NPUs or for the head of its group.
+    variables['__vllm_service_waits_before_start'] = plan['has_npus'] or bool(variables['vllm_service_wait_for_endpoints'])
     with open(TEMPLATE, encoding='utf-8') as handle:
         source = handle.read()
     # ansible-core 2.19 templates only what is marked trusted, as a template file read by the template module is.
@@ -83,3 +86,17 @@ def test_systemd_analyze_takes_the_native_tls_unit(tmp_path):
 def test_without_tls_the_unit_has_no_credential():
     unit = render(native_plan())
     assert 'LoadCredential' not in unit and '--ssl-' not in unit and 'CREDENTIALS_DIRECTORY' not in unit
+
+
+def test_a_rank_of_a_group_waits_for_the_head_before_each_start_within_its_start_timeout():
+    unit = render(native_plan(headless=True), vllm_service_wait_for_endpoints=['10.0.0.1:13389'],
+                  vllm_service_wait_for_timeout=300)
+    assert ('ExecStartPre=+/usr/bin/python3 /usr/local/libexec/kunpeng-ascend-vllm/tcp-port-wait --unit vllm.service '
+            '--endpoint 10.0.0.1:13389 --timeout 300\n') in unit
+    assert 'TimeoutStartSec=390\n' in unit
+    assert 'npu-free-wait' not in unit
+
+
+def test_a_unit_without_npus_or_head_waits_for_nothing():
+    unit = render(native_plan())
+    assert 'ExecStartPre' not in unit and 'TimeoutStartSec' not in unit

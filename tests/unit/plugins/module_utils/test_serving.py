@@ -27,6 +27,7 @@ DEFAULTS = {
     'start_timeout': 900, 'stop_timeout': 180, 'tls_cert': None, 'tls_key': None, 'tls_ca': None,
     'tls_server_name': None,
     'npu_free_timeout': 120, 'npu_free_interval': 2, 'restart_burst': 5, 'restart_interval': 600,
+    'wait_for_endpoints': [], 'wait_for_timeout': 600,
 }
 DRIVER_FILES_A2 = ['/usr/local/dcmi', '/usr/local/Ascend/driver/tools/hccn_tool', '/usr/local/bin/npu-smi',
                    '/usr/local/Ascend/driver/version.info', '/etc/ascend_install.info']
@@ -470,6 +471,12 @@ def test_what_recipes_add_is_closed_to_the_rest(name, value):
     ('npu_free_interval', 0, 'vllm_service_npu_free_interval must be 1 to 60 seconds; got 0'),
     ('restart_burst', 0, 'vllm_service_restart_burst must be 1 to 100; got 0'),
     ('restart_interval', None, 'vllm_service_restart_interval must be 1 to 86400 seconds; got null'),
+    ('wait_for_timeout', 86401, 'vllm_service_wait_for_timeout must be 0 to 86400 seconds; got 86401'),
+    ('wait_for_endpoints', '10.0.0.1:13389', 'vllm_service_wait_for_endpoints must be a list of host:port; got'),
+    ('wait_for_endpoints', ['10.0.0.1'], 'vllm_service_wait_for_endpoints[0] must be host:port (such as '
+                                         '10.0.0.1:13389); got "10.0.0.1"'),
+    ('wait_for_endpoints', ['10.0.0.1:13389', '-x:1'], 'vllm_service_wait_for_endpoints[1] must be host:port'),
+    ('wait_for_endpoints', [13389], 'vllm_service_wait_for_endpoints[0] must be host:port'),
     ('user', None, 'vllm_service_user must be a system account name'),
 ])
 def test_the_role_s_own_inputs_are_checked_with_the_plan_s(name, value, message):
@@ -483,7 +490,8 @@ def test_the_role_s_own_inputs_are_checked_with_the_plan_s(name, value, message)
     ('model_source', {'path': '/mnt/nfs/models/tiny'}), ('headless_settle', '30'), ('start_timeout', '600'),
     ('manifest_workers', 256), ('stop_timeout', 0), ('model_manifest', '/data/models/x.sha256'),
     ('npu_free_timeout', 0), ('npu_free_timeout', '3600'), ('npu_free_interval', 60), ('restart_burst', 100),
-    ('restart_interval', '86400'),
+    ('restart_interval', '86400'), ('wait_for_endpoints', ['10.0.0.1:13389', 'head-0.example:13389']),
+    ('wait_for_timeout', '0'),
 ])
 def test_the_role_s_own_inputs_accept_what_they_document(name, value):
     assert _serving.check_inputs(inputs(**{name: value})) == []

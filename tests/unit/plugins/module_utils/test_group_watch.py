@@ -91,7 +91,7 @@ UP = {'active': True, 'invocation': 'a1'}
 
 def test_a_member_lost_for_the_polls_in_a_row_restarts_the_service_once():
     results = run_reads([(UP, {NODE: False})] * 2 + [(UP, {NODE: True})] + [(UP, {NODE: False})] * 5)
-    assert [action for action, _ in results] == [None, None, None, None, None, 'restart', None, None]
+    assert [result[0] for result in results] == [None, None, None, None, None, 'restart', None, None]
     assert results[2][1] == ['10.89.0.11 joined']
     assert results[3][1] == ['10.89.0.11 holds no connection of the group any more']
     assert results[5][1] == ['lost 10.89.0.11 for 3 reads in a row: restarting the service so that the group forms '
@@ -102,13 +102,13 @@ def test_a_member_back_before_the_polls_restarts_nothing():
     reads = [(UP, {NODE: True}), (UP, {NODE: False}), (UP, {NODE: False}), (UP, {NODE: True}), (UP, {NODE: False}),
              (UP, {NODE: False})]
     results = run_reads(reads)
-    assert [action for action, _ in results] == [None] * 6
+    assert [result[0] for result in results] == [None] * 6
     assert results[3][1] == ['10.89.0.11 is back']
 
 
 def test_a_member_never_seen_joined_since_the_start_never_restarts_it():
     # The service's start (members join over minutes) and a node that does not come back are no loss.
-    assert [action for action, _ in run_reads([(UP, {NODE: False})] * 10)] == [None] * 10
+    assert [result[0] for result in run_reads([(UP, {NODE: False})] * 10)] == [None] * 10
 
 
 def test_each_start_of_the_service_starts_the_count_again():
@@ -116,7 +116,7 @@ def test_each_start_of_the_service_starts_the_count_again():
     reads = ([(UP, {NODE: True})] + [(UP, {NODE: False})] * 3
              + [({'active': False, 'invocation': ''}, {NODE: False})]
              + [(restarted, {NODE: False})] * 4 + [(restarted, {NODE: True})] + [(restarted, {NODE: False})] * 3)
-    assert [action for action, _ in run_reads(reads)] == [None, None, None, 'restart', None] + [None] * 5 + [
+    assert [result[0] for result in run_reads(reads)] == [None, None, None, 'restart', None] + [None] * 5 + [
         None, None, 'restart']
 
 

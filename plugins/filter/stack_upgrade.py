@@ -51,14 +51,17 @@ def stack_package_record(old, version, packages):
     return package_record(old, version, _mapping(packages or {}, 'stack_package_record', 'packages'))
 
 
-def stack_rollback_plan(target, installed, found=None):
-    """How a node goes back from the ``installed`` versions to the ``target`` ones with the package files ``found``."""
+def stack_rollback_plan(target, installed, found=None, where=()):
+    """How a node goes back from the ``installed`` versions to the ``target`` ones with the package files ``found``,
+    and what is missing (with a message naming the folders ``where``)."""
     try:
-        return rollback_plan(_mapping(target or {}, 'stack_rollback_plan', 'the input (the stack to go back to)'),
-                             _mapping(installed, 'stack_rollback_plan', 'installed (the installed versions)'),
-                             _mapping(found or {}, 'stack_rollback_plan', 'found (the package files)'))
+        result = rollback_plan(_mapping(target or {}, 'stack_rollback_plan', 'the input (the stack to go back to)'),
+                               _mapping(installed, 'stack_rollback_plan', 'installed (the installed versions)'),
+                               _mapping(found or {}, 'stack_rollback_plan', 'found (the package files)'))
     except ValueError as error:
         raise AnsibleFilterError('stack_rollback_plan: %s' % error)
+    result['message'] = missing_message(result['missing'], list(where or ()))
+    return result
 
 
 def model_dir_choice(files, root, manifests=None):

@@ -60,6 +60,7 @@ def test_rollback_plan_refuses_bad_input_and_takes_null_found():
     with pytest.raises(AnsibleFilterError, match='stack_rollback_plan: unknown stack component.s. cann in the stack'):
         stack_rollback_plan({'cann': '8.1.RC1'}, {})
     result = stack_rollback_plan({'cann_toolkit': '8.1.RC1', 'cann_kernels': '8.1.RC1'},
-                                 {'toolkit': '8.2.RC1', 'kernels': '8.2.RC1'}, None)
+                                 {'toolkit': '8.2.RC1', 'kernels': '8.2.RC1'}, None, where=['/p'])
     assert result['needs'] == {'toolkit': '8.1.RC1', 'kernels': '8.1.RC1'}
-    assert [item['component'] for item in result['missing']] == ['toolkit', 'kernels']
+    assert result['message'].startswith('no package of the installed toolkit 8.1.RC1 (Ascend-cann-toolkit_8.1.RC1_')
+    assert result['message'].endswith(') in /p')

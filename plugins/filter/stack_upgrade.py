@@ -4,7 +4,8 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
 
-"""The stack_upgrade_steps, stack_previous_packages, stack_package_record and model_dir_choice filters (documented in their .yml files)."""
+"""The stack_upgrade_steps, stack_previous_packages, stack_package_record, stack_rollback_plan and model_dir_choice filters
+(documented in their .yml files)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._stack_upgrade
     missing_message,
     package_record,
     previous_packages,
+    rollback_plan,
     upgrade_steps,
 )
 
@@ -49,6 +51,19 @@ def stack_package_record(old, version, packages):
     return package_record(old, version, _mapping(packages or {}, 'stack_package_record', 'packages'))
 
 
+def stack_rollback_plan(target, installed, found=None, where=()):
+    """How a node goes back from the ``installed`` versions to the ``target`` ones with the package files ``found``,
+    and what is missing (with a message naming the folders ``where``)."""
+    try:
+        result = rollback_plan(_mapping(target or {}, 'stack_rollback_plan', 'the input (the stack to go back to)'),
+                               _mapping(installed, 'stack_rollback_plan', 'installed (the installed versions)'),
+                               _mapping(found or {}, 'stack_rollback_plan', 'found (the package files)'))
+    except ValueError as error:
+        raise AnsibleFilterError('stack_rollback_plan: %s' % error)
+    result['message'] = missing_message(result['missing'], list(where or ()))
+    return result
+
+
 def model_dir_choice(files, root, manifests=None):
     """The newest complete model directory under ``root`` among ``files`` (ansible.builtin.find's files)."""
     if not isinstance(files, (list, tuple)):
@@ -59,4 +74,5 @@ def model_dir_choice(files, root, manifests=None):
 class FilterModule(object):
     def filters(self):
         return {'stack_upgrade_steps': stack_upgrade_steps, 'stack_previous_packages': stack_previous_packages,
-                'stack_package_record': stack_package_record, 'model_dir_choice': model_dir_choice}
+                'stack_package_record': stack_package_record, 'stack_rollback_plan': stack_rollback_plan,
+                'model_dir_choice': model_dir_choice}

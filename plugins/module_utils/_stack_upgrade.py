@@ -8,9 +8,10 @@
 
 The decisions of a stack upgrade (playbooks/upgrade.yml, role cann's uninstall-first): which of the NPU firmware,
 driver and CANN components change and in which order (Huawei's: firmware then driver on an upgrade, driver then
-firmware on a first install; then the CANN toolkit, kernels, NNAL), and which package files on the host are those of
+firmware on a first install; then the CANN toolkit, kernels, NNAL), which package files on the host are those of
 the versions installed now - what a removal before the install needs, and what a rollback would reinstall - else
-exactly which are missing. Pure: the callers read the host.
+exactly which are missing, and how a node that failed its gate goes back to the stack of its last known good.
+Pure: the callers read the host.
 """
 
 from __future__ import annotations
@@ -26,6 +27,12 @@ from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._ascend_packag
 HDK = ('driver', 'firmware')
 CANN = ('toolkit', 'kernels', 'nnal')
 STACK = HDK + CANN
+# A rollback's order: CANN first, while the newer driver still runs it (a driver runs the CANN versions before it, not
+# always those after it), then firmware then driver - Huawei's rollback is its upgrade procedure, firmware first -
+# whose reboot comes last.
+ROLLBACK_ORDER = CANN + ('firmware', 'driver')
+# The known good's names of the stack (module vllm_known_good's summary) for the components.
+KNOWN_GOOD_KEYS = {'cann_toolkit': 'toolkit', 'cann_kernels': 'kernels'}
 # What a file of each component is called, for a message naming a missing one.
 NAME_EXAMPLES = {
     'driver': 'Ascend-hdk-<chip>-npu-driver_{version}_linux-<arch>.run',
@@ -132,3 +139,53 @@ def package_record(old, version, packages):
         merged.update(packages or {})
         return {'current': {'version': version, 'packages': merged}, 'previous': old.get('previous')}
     return {'current': {'version': version, 'packages': dict(packages or {})}, 'previous': current or None}
+
+
+def _components(versions, what):
+    versions = dict((KNOWN_GOOD_KEYS.get(key, key), _version(value)) for key, value in (versions or {}).items())
+    unknown = sorted(set(versions) - set(STACK))
+    if unknown:
+        raise ValueError('unknown stack component(s) %s in %s; the components are %s'
+                         % (', '.join(unknown), what, ', '.join(STACK)))
+    return versions
+
+
+def rollback_plan(target, installed, found=None):
+    """How a node that failed its gate goes back to ``target`` (component -> version: the stack of its last known good,
+    whose ``cann_toolkit`` and ``cann_kernels`` keys are accepted, else the versions installed before the upgrade; a
+    null version leaves the component as it is) from ``installed`` (the versions now), with ``found`` (component ->
+    package file of the version to go back to, previous_packages' ``found``; null before the files are looked for).
+
+    CANN goes back as role cann installs it, whole (toolkit and kernels at the toolkit's version, NNAL when the target
+    has one); the driver and firmware as role npu_driver installs them, both packages given when either changes. The
+    order is ROLLBACK_ORDER's. Returns ``steps`` (``{component, before, after}`` in that order), ``needs`` (component
+    -> version: the package files the rollback installs from), ``cann`` (null, or ``{version, packages}`` with the
+    ``toolkit``, ``kernels`` and ``nnal`` files, nnal null when the target has none), ``hdk`` (null, or ``{driver,
+    firmware, packages}``), ``missing`` (``{component, version, name}`` for each need without a file in ``found``, as
+    missing_message takes it) and ``complete`` (nothing missing).
+    """
+    target = _components(target, 'the stack to go back to')
+    installed = _components(installed, 'the installed stack')
+    found = dict(found or {})
+    changes = [component for component in ROLLBACK_ORDER
+               if target.get(component) is not None and not _same(installed.get(component), target[component])]
+    needs = {}
+    cann = hdk = None
+    if set(changes) & set(CANN):
+        version = target.get('toolkit') or target.get('kernels')
+        needs.update(toolkit=version, kernels=version)
+        if target.get('nnal') is not None:
+            needs['nnal'] = target['nnal']
+        cann = {'version': version, 'packages': {'toolkit': found.get('toolkit'), 'kernels': found.get('kernels'),
+                                                 'nnal': found.get('nnal') if 'nnal' in needs else None}}
+    if set(changes) & set(HDK):
+        for component in HDK:
+            needs[component] = target.get(component) or installed.get(component)
+        hdk = {'driver': needs['driver'], 'firmware': needs['firmware'],
+               'packages': {'driver': found.get('driver'), 'firmware': found.get('firmware')}}
+    missing = [{'component': component, 'version': needs[component],
+                'name': NAME_EXAMPLES[component].format(version=needs[component])}
+               for component in ROLLBACK_ORDER if component in needs and not found.get(component)]
+    steps = [{'component': component, 'before': installed.get(component), 'after': target[component]}
+             for component in changes]
+    return {'steps': steps, 'needs': needs, 'cann': cann, 'hdk': hdk, 'missing': missing, 'complete': not missing}

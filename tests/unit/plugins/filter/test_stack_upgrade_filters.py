@@ -17,13 +17,14 @@ from ansible_collections.kunpeng_ascend.vllm.plugins.filter.stack_upgrade import
     model_dir_choice,
     stack_package_record,
     stack_previous_packages,
+    stack_rollback_plan,
     stack_upgrade_steps,
 )
 
 
 def test_every_filter_is_registered():
     assert sorted(FilterModule().filters()) == ['model_dir_choice', 'stack_package_record', 'stack_previous_packages',
-                                                'stack_upgrade_steps']
+                                                'stack_rollback_plan', 'stack_upgrade_steps']
 
 
 def test_steps_refuse_what_is_not_a_dict_or_a_component():
@@ -51,3 +52,15 @@ def test_package_record_and_model_choice_refuse_bad_input():
     with pytest.raises(AnsibleFilterError, match='the input must be the list of files'):
         model_dir_choice({'files': []}, '/data/models')
     assert model_dir_choice([], '/data/models') == {'chosen': None, 'directories': []}
+
+
+def test_rollback_plan_refuses_bad_input_and_takes_null_found():
+    with pytest.raises(AnsibleFilterError, match='installed .the installed versions. must be a dict, not str'):
+        stack_rollback_plan({}, 'x')
+    with pytest.raises(AnsibleFilterError, match='stack_rollback_plan: unknown stack component.s. cann in the stack'):
+        stack_rollback_plan({'cann': '8.1.RC1'}, {})
+    result = stack_rollback_plan({'cann_toolkit': '8.1.RC1', 'cann_kernels': '8.1.RC1'},
+                                 {'toolkit': '8.2.RC1', 'kernels': '8.2.RC1'}, None, where=['/p'])
+    assert result['needs'] == {'toolkit': '8.1.RC1', 'kernels': '8.1.RC1'}
+    assert result['message'].startswith('no package of the installed toolkit 8.1.RC1 (Ascend-cann-toolkit_8.1.RC1_')
+    assert result['message'].endswith(') in /p')

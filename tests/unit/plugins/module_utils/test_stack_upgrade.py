@@ -15,6 +15,7 @@ from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._stack_upgrade
     missing_message,
     package_record,
     previous_packages,
+    rollback_plan,
     upgrade_steps,
 )
 
@@ -122,3 +123,61 @@ def test_package_record_on_the_same_version_merges_and_keeps_previous():
         'current': {'version': '8.2.rc1', 'packages': {'toolkit': '/p/t82.run', 'nnal': '/p/n82.run'}},
         'previous': {'version': '8.1.RC1', 'packages': {}}}
     assert package_record(record, '8.2.RC1', {}) == record
+
+
+KNOWN_GOOD = {'driver': '24.1.rc1', 'firmware': '7.5.0.3.220', 'cann_toolkit': '8.1.RC1', 'cann_kernels': '8.1.RC1',
+              'nnal': '8.1.RC1'}
+FOUND = previous_packages(OLD, FILES, arch='aarch64', chip='910b')['found']
+
+
+def test_rollback_goes_back_cann_first_then_firmware_then_driver():
+    result = rollback_plan(KNOWN_GOOD, NEW, FOUND)
+    assert components(result) == ['toolkit', 'kernels', 'nnal', 'firmware', 'driver']
+    assert result['steps'][4] == {'component': 'driver', 'before': '24.1.0', 'after': '24.1.rc1'}
+    assert result['needs'] == OLD
+    assert result['cann'] == {'version': '8.1.RC1', 'packages': {
+        'toolkit': FOUND['toolkit'], 'kernels': FOUND['kernels'], 'nnal': FOUND['nnal']}}
+    assert result['hdk'] == {'driver': '24.1.rc1', 'firmware': '7.5.0.3.220',
+                             'packages': {'driver': FOUND['driver'], 'firmware': FOUND['firmware']}}
+    assert (result['missing'], result['complete']) == ([], True)
+
+
+def test_rollback_of_the_firmware_alone_still_gives_the_driver_package():
+    installed = dict(OLD, firmware='7.7.0.1.231')
+    result = rollback_plan(OLD, installed, FOUND)
+    assert components(result) == ['firmware']
+    assert result['cann'] is None
+    assert result['needs'] == {'driver': '24.1.rc1', 'firmware': '7.5.0.3.220'}
+    assert result['hdk']['packages'] == {'driver': FOUND['driver'], 'firmware': FOUND['firmware']}
+
+
+def test_rollback_of_cann_takes_the_whole_cann_and_no_nnal_the_target_lacks():
+    target = dict(OLD, nnal=None)
+    result = rollback_plan(target, dict(OLD, kernels='8.2.RC1', nnal='8.2.RC1'), FOUND)
+    assert components(result) == ['kernels']
+    assert result['needs'] == {'toolkit': '8.1.RC1', 'kernels': '8.1.RC1'}
+    assert result['cann']['packages'] == {'toolkit': FOUND['toolkit'], 'kernels': FOUND['kernels'], 'nnal': None}
+    assert result['hdk'] is None
+
+
+def test_rollback_at_the_known_good_needs_nothing():
+    result = rollback_plan(KNOWN_GOOD, dict(OLD, toolkit='8.1.rc1'), {})
+    assert result == {'steps': [], 'needs': {}, 'cann': None, 'hdk': None, 'missing': [], 'complete': True}
+    assert rollback_plan({'driver': None, 'toolkit': ''}, NEW) == result
+
+
+def test_rollback_names_each_missing_file_for_the_message():
+    found = dict(FOUND)
+    del found['firmware'], found['kernels']
+    result = rollback_plan(KNOWN_GOOD, NEW, found)
+    assert result['complete'] is False
+    assert result['hdk']['packages'] == {'driver': FOUND['driver'], 'firmware': None}
+    assert missing_message(result['missing'], ['/srv/kept']) == (
+        'no package of the installed kernels 8.1.RC1 (Ascend-cann-kernels-<chip>_8.1.RC1_linux-<arch>.run (or '
+        'Ascend-cann-<chip>-ops_, Atlas-A3-cann-kernels_)), firmware 7.5.0.3.220 '
+        '(Ascend-hdk-<chip>-npu-firmware_7.5.0.3.220.run) in /srv/kept')
+
+
+def test_rollback_refuses_an_unknown_component():
+    with pytest.raises(ValueError, match='unknown stack component.*docker.*in the installed stack'):
+        rollback_plan(KNOWN_GOOD, {'docker': '1'})

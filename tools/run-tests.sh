@@ -102,42 +102,41 @@ stage_ee() {
   "$repo/tools/build-ee.sh"
 }
 
-# Scenarios on emulated arm64 nodes compute (qemu keeps a core busy); the x86_64 ones mostly wait on podman and on
-# their node. So two lanes run side by side on two cores: the arm64 scenarios one after another, then the x86_64
-# scenarios named in lane1_after_arm64 (so that the lanes take about as long); and the other x86_64 scenarios one
-# after another. Each scenario's output goes to .cache/molecule/<scenario>.log and is printed in full if it fails.
-lane1_after_arm64=" multinode vllm_container rolling_update doctor simulator model_quantize cann upgrade "
+# The scenarios run in lanes side by side (MOLECULE_LANES, 2: one per core), longest first: a lane that is free takes
+# the next scenario no lane has taken, so the lanes end about together however the scenarios' times change
+# (longest-first list scheduling). scenario_order is the order, from their times in CI (docs/testing.md); a scenario
+# it does not name runs after those it names. Each scenario's output goes to .cache/molecule/<scenario>.log and is
+# printed in full if it fails.
+scenario_order="vllm site multinode_vllm multinode rolling_update model_quantize vllm_container upgrade simulator
+  npu_driver modules doctor cann os_tuning"
 stage_molecule() {
   molecule_lanes && molecule_report
 }
 
-# The two lanes, each scenario's result in .cache/molecule/<scenario>.result.
+# The lanes, each scenario's result in .cache/molecule/<scenario>.result.
 molecule_lanes() {
-  local logs=$repo/.cache/molecule scenario file
-  local -a lane1=() native=()
+  local logs=$repo/.cache/molecule scenario file lane lanes=${MOLECULE_LANES:-2}
+  local -a queue=() all=() pids=()
+  [[ $lanes =~ ^[1-9][0-9]*$ ]] || { echo "run-tests: MOLECULE_LANES must be a whole number, 1 or more; got '$lanes'" >&2; return 2; }
   mkdir -p "$logs"
-  rm -f "$logs"/*.log "$logs"/*.result
-  for file in molecule/*/molecule.yml; do
-    scenario=$(basename "$(dirname "$file")")
+  rm -rf "$logs"/*.log "$logs"/*.result "$logs/taken"
+  mkdir "$logs/taken"
+  for file in molecule/*/molecule.yml; do all+=("$(basename "$(dirname "$file")")"); done
+  for scenario in $scenario_order "${all[@]}"; do
+    [ -f "molecule/$scenario/molecule.yml" ] || continue
+    [[ " ${queue[*]} " != *" $scenario "* ]] || continue
     if [ -n "${MOLECULE_SCENARIOS:-}" ] && [[ " $MOLECULE_SCENARIOS " != *" $scenario "* ]]; then
       continue
     fi
-    if grep -q -- '--arch=arm64' "$file"; then lane1+=("$scenario")
-    elif [[ $lane1_after_arm64 != *" $scenario "* ]]; then native+=("$scenario")
-    fi
+    queue+=("$scenario")
   done
-  for scenario in $lane1_after_arm64; do
-    if [ -f "molecule/$scenario/molecule.yml" ] &&
-      { [ -z "${MOLECULE_SCENARIOS:-}" ] || [[ " $MOLECULE_SCENARIOS " == *" $scenario "* ]]; }; then
-      lane1+=("$scenario")
-    fi
+  [ "${#queue[@]}" -gt 0 ] || { echo "run-tests: no scenario matches '${MOLECULE_SCENARIOS:-}'" >&2; return 1; }
+  echo "$lanes lanes take, longest first: ${queue[*]}; logs in .cache/molecule/"
+  for lane in $(seq 1 "$lanes"); do
+    run_lane "$lane" "${queue[@]}" &
+    pids+=("$!")
   done
-  [ $((${#lane1[@]} + ${#native[@]})) -gt 0 ] || { echo "run-tests: no scenario matches '${MOLECULE_SCENARIOS:-}'" >&2; return 1; }
-  echo "lane 1 (arm64, emulated, then x86_64): ${lane1[*]:-none}; lane 2 (x86_64): ${native[*]:-none}; logs in .cache/molecule/"
-  run_lane "${lane1[@]}" &
-  local lane1_pid=$!
-  run_lane "${native[@]}"
-  wait "$lane1_pid" || true
+  for lane in "${pids[@]}"; do wait "$lane" || true; done
 }
 
 # Each scenario's time, and the whole log of each one that failed.
@@ -156,17 +155,20 @@ molecule_report() {
   return "$failed"
 }
 
-# Run scenarios one after another: each one's result (name, return code, seconds) goes to <scenario>.result.
+# One lane: each scenario of the queue that no other lane took yet (mkdir is atomic: one lane gets it), one after
+# another; each one's result (name, return code, seconds) goes to <scenario>.result.
 run_lane() {
-  local scenario start rc
+  local lane=$1 scenario start rc logs=$repo/.cache/molecule
+  shift
   for scenario in "$@"; do
+    mkdir "$logs/taken/$scenario" 2>/dev/null || continue
     start=$SECONDS
-    echo "molecule: $scenario started"
+    echo "molecule: $scenario started (lane $lane)"
     rc=0
     # NO_COLOR: plain text in the log files (Molecule colours its output whenever TERM says xterm).
-    NO_COLOR=1 molecule test -s "$scenario" > "$repo/.cache/molecule/$scenario.log" 2>&1 || rc=$?
-    echo "$scenario $rc $((SECONDS - start))" > "$repo/.cache/molecule/$scenario.result"
-    echo "molecule: $scenario $([ "$rc" = 0 ] && echo passed || echo FAILED) in $((SECONDS - start)) s"
+    NO_COLOR=1 molecule test -s "$scenario" > "$logs/$scenario.log" 2>&1 || rc=$?
+    echo "$scenario $rc $((SECONDS - start))" > "$logs/$scenario.result"
+    echo "molecule: $scenario $([ "$rc" = 0 ] && echo passed || echo FAILED) in $((SECONDS - start)) s (lane $lane)"
   done
 }
 

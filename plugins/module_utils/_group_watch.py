@@ -24,6 +24,8 @@ from __future__ import annotations
 import ipaddress
 import re
 
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._bounded_wait import tries_for
+
 # /proc/net/tcp's state column: only established connections count.
 TCP_ESTABLISHED = '01'
 # Exit codes of the programs.
@@ -159,9 +161,7 @@ def wait_for_port(connect, endpoint, timeout, interval, sleep, log, unit='the se
     once, then one every ``interval`` seconds until ``timeout`` seconds. Returns ``(code, message)``: OK or FAILED,
     the message naming the endpoint and the last error."""
     host, port = endpoint
-    if interval <= 0 or timeout < 0:
-        raise ValueError('the interval must be more than 0 seconds and the timeout 0 or more')
-    tries = int(-(-timeout // interval)) + 1
+    tries = tries_for(timeout, interval)
     error = None
     for attempt in range(tries):
         error = connect(host, port)

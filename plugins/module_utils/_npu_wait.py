@@ -12,13 +12,14 @@ none does. A crashed vLLM's workers can hold the NPUs for a while after its main
 them held fails with EJ0001, and systemd's fixed restart delay then turns one crash into a restart loop.
 
 The host's ``npu-smi info`` is read through ``_npu_smi.read_npu_smi_info`` (the one parser), given a function that
-runs npu-smi. Time comes in from the caller: the wait counts tries (``tries_for``) and sleeps through a callback, so
-that tests drive it without a clock. Standard library only: the role ships this file with ``_npu_smi``, ``_text``
-and ``_warnings`` to the host, beside the program.
+runs npu-smi. Time comes in from the caller: the wait counts tries (``_bounded_wait.tries_for``) and sleeps through a
+callback, so that tests drive it without a clock. Standard library only: the role ships this file with
+``_bounded_wait``, ``_npu_smi``, ``_text`` and ``_warnings`` to the host, beside the program.
 """
 
 from __future__ import annotations
 
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._bounded_wait import tries_for
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._npu_smi import NpuSmiFailure, read_npu_smi_info
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._warnings import WarningCap
 
@@ -45,16 +46,6 @@ def parse_npu_list(text):
     if not npus:
         raise ValueError('no NPU id given')
     return sorted(set(npus))
-
-
-def tries_for(timeout, interval):
-    """How many reads a wait of ``timeout`` seconds makes, ``interval`` seconds apart: the first at once, then one
-    after each sleep, the last at or after the deadline (at least one)."""
-    if interval <= 0:
-        raise ValueError('the interval must be more than 0 seconds')
-    if timeout < 0:
-        raise ValueError('the timeout must be 0 seconds or more')
-    return int(-(-timeout // interval)) + 1
 
 
 def holders(processes, npus):

@@ -367,6 +367,41 @@ def test_multi_node_data_parallel_takes_the_local_ranks_and_headless_serves_no_a
     assert node.state()["processes"] == []
 
 
+def test_the_head_of_a_multi_node_launch_listens_on_its_rpc_port_until_it_stops(node):
+    """The other nodes wait for the head's RPC port before they start (vllm_cluster): the head opens it."""
+    rpc_port = free_port()
+    proc, port = node.start("-tp", "4", "--data-parallel-size", "4", "--data-parallel-size-local", "2",
+                            "--data-parallel-address", "127.0.0.1", "--data-parallel-rpc-port", str(rpc_port))
+    wait_health(port, proc)
+    for _ in range(3):  # answered each time, not only while a backlog lasts
+        socket.create_connection(("127.0.0.1", rpc_port), timeout=HANG_SECONDS).close()
+    assert stop(proc) == 0
+    with pytest.raises(ConnectionRefusedError):
+        socket.create_connection(("127.0.0.1", rpc_port), timeout=HANG_SECONDS).close()
+
+
+def test_a_single_node_or_headless_launch_opens_no_rpc_port(node):
+    rpc_port = free_port()
+    proc, port = node.start("--data-parallel-size", "2", "--data-parallel-rpc-port", str(rpc_port),
+                            "--data-parallel-address", "127.0.0.1")
+    wait_health(port, proc)
+    with pytest.raises(ConnectionRefusedError):
+        socket.create_connection(("127.0.0.1", rpc_port), timeout=HANG_SECONDS).close()
+    assert stop(proc) == 0
+
+
+def test_an_rpc_port_in_use_fails_the_head_and_releases(node):
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        sock.listen(1)
+        rpc_port = sock.getsockname()[1]
+        proc = node.start("-tp", "4", "--data-parallel-size", "4", "--data-parallel-size-local", "2",
+                          "--data-parallel-address", "127.0.0.1", "--data-parallel-rpc-port", str(rpc_port))[0]
+        assert proc.wait(timeout=20) == 1
+        assert "error while attempting to bind the data parallel RPC port" in proc.stderr.read()
+    assert node.state()["processes"] == []
+
+
 def test_ray_backend_takes_what_the_node_has(node):
     proc, port = node.start("-tp", "8", "-pp", "2", "--distributed-executor-backend", "ray")
     wait_health(port, proc)

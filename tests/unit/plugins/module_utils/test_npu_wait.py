@@ -51,19 +51,6 @@ def test_parse_npu_list_refuses(text, message):
     assert str(error.value) == message
 
 
-@pytest.mark.parametrize('timeout, interval, tries', [(0, 2, 1), (1, 2, 2), (2, 2, 2), (3, 2, 3), (120, 2, 61),
-                                                      (120, 7, 19)])
-def test_tries_for(timeout, interval, tries):
-    assert _npu_wait.tries_for(timeout, interval) == tries
-
-
-def test_tries_for_refuses_a_zero_interval_and_a_negative_timeout():
-    with pytest.raises(ValueError, match='interval must be more than 0'):
-        _npu_wait.tries_for(10, 0)
-    with pytest.raises(ValueError, match='timeout must be 0 seconds or more'):
-        _npu_wait.tries_for(-1, 2)
-
-
 def test_read_holders_keeps_the_service_npus_only():
     run, calls = runner(BUSY)
     held, problem = _npu_wait.read_holders(run, [2, 3])

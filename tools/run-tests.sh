@@ -102,24 +102,28 @@ stage_ee() {
   "$repo/tools/build-ee.sh"
 }
 
-# The scenarios run in lanes side by side (MOLECULE_LANES, 2: one per core), longest first: a lane that is free takes
-# the next scenario no lane has taken, so the lanes end about together however the scenarios' times change
-# (longest-first list scheduling). scenario_order is the order, from their times in CI (docs/testing.md); a scenario
+# The scenarios run in lanes side by side (MOLECULE_LANES, 3), longest first: a lane that is free takes the next
+# scenario no lane has taken, so the lanes end about together however the scenarios' times change (longest-first list
+# scheduling). Three lanes on two cores, because the scenarios spend much of their time waiting (a vLLM start, a
+# health gate, a stop timeout, podman) rather than computing; while the other stages of `make test` run beside them,
+# one lane waits for those to end. scenario_order is the order, from their times in CI (docs/testing.md); a scenario
 # it does not name runs after those it names. Each scenario's output goes to .cache/molecule/<scenario>.log and is
 # printed in full if it fails.
 scenario_order="vllm site multinode_vllm multinode rolling_update model_quantize vllm_container upgrade simulator
   npu_driver modules doctor cann os_tuning"
+molecule_lane_count=${MOLECULE_LANES:-3}
 stage_molecule() {
-  molecule_lanes && molecule_report
+  molecule_queue && molecule_lanes 1 "$molecule_lane_count" && molecule_report
 }
 
-# The lanes, each scenario's result in .cache/molecule/<scenario>.result.
-molecule_lanes() {
-  local logs=$repo/.cache/molecule scenario file lane lanes=${MOLECULE_LANES:-2}
-  local -a queue=() all=() pids=()
-  [[ $lanes =~ ^[1-9][0-9]*$ ]] || { echo "run-tests: MOLECULE_LANES must be a whole number, 1 or more; got '$lanes'" >&2; return 2; }
+# The scenarios to run, in order, into .cache/molecule/queue; the logs and results of an earlier run removed.
+molecule_queue() {
+  local logs=$repo/.cache/molecule scenario file
+  local -a queue=() all=()
+  [[ $molecule_lane_count =~ ^[1-9][0-9]*$ ]] ||
+    { echo "run-tests: MOLECULE_LANES must be a whole number, 1 or more; got '$molecule_lane_count'" >&2; return 2; }
   mkdir -p "$logs"
-  rm -rf "$logs"/*.log "$logs"/*.result "$logs/taken"
+  rm -rf "$logs"/*.log "$logs"/*.result "$logs/taken" "$logs/queue"
   mkdir "$logs/taken"
   for file in molecule/*/molecule.yml; do all+=("$(basename "$(dirname "$file")")"); done
   for scenario in $scenario_order "${all[@]}"; do
@@ -131,12 +135,20 @@ molecule_lanes() {
     queue+=("$scenario")
   done
   [ "${#queue[@]}" -gt 0 ] || { echo "run-tests: no scenario matches '${MOLECULE_SCENARIOS:-}'" >&2; return 1; }
-  echo "$lanes lanes take, longest first: ${queue[*]}; logs in .cache/molecule/"
-  for lane in $(seq 1 "$lanes"); do
+  echo "${queue[*]}" > "$logs/queue"
+  echo "molecule: $molecule_lane_count lanes take, longest first: ${queue[*]}; logs in .cache/molecule/"
+}
+
+# Lanes FIRST to LAST over the queue, until every scenario was taken and ran.
+molecule_lanes() {
+  local lane pid
+  local -a queue=() pids=()
+  read -r -a queue < "$repo/.cache/molecule/queue"
+  for lane in $(seq "$1" "$2"); do
     run_lane "$lane" "${queue[@]}" &
     pids+=("$!")
   done
-  for lane in "${pids[@]}"; do wait "$lane" || true; done
+  for pid in "${pids[@]}"; do wait "$pid" || true; done
 }
 
 # Each scenario's time, and the whole log of each one that failed.
@@ -196,7 +208,10 @@ molecule_pid=
 if [ "${#stages[@]}" -gt 1 ] && [[ " ${stages[*]} " == *" molecule "* ]] && [ "${SERIAL:-0}" != 1 ]; then
   printf '\n=== stage molecule (beside the other stages; its lines start with "molecule:") ===\n'
   molecule_start=$SECONDS
-  molecule_lanes &
+  molecule_queue || { failed_stages+=(molecule); exit 1; }
+  # One lane waits for the other stages (with a single lane, none does).
+  molecule_held=$((molecule_lane_count > 1 ? 1 : 0))
+  molecule_lanes 1 $((molecule_lane_count - molecule_held)) &
   molecule_pid=$!
   remaining=()
   for stage in "${stages[@]}"; do [ "$stage" = molecule ] || remaining+=("$stage"); done
@@ -210,7 +225,7 @@ for stage in "${stages[@]}"; do
   rc=0
   if [ "$stage" = molecule ]; then
     # In this shell: the report adds each scenario's time.
-    molecule_lanes && molecule_report || rc=$?
+    stage_molecule || rc=$?
   else
     # A subshell of its own stops at the stage's first failing command (set -e), which a stage tested by if or ||
     # would not.
@@ -227,6 +242,10 @@ for stage in "${stages[@]}"; do
 done
 
 if [ -n "$molecule_pid" ]; then
+  if [ "$molecule_held" = 1 ]; then
+    echo "molecule: the other stages ended, lane $molecule_lane_count starts"
+    molecule_lanes "$molecule_lane_count" "$molecule_lane_count"
+  fi
   lanes_rc=0
   wait "$molecule_pid" || lanes_rc=$?
   printf '\n=== stage molecule: done ===\n'

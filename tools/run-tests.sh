@@ -87,7 +87,7 @@ stage_build() (
 
 # Every benchmark once, on a tiny input, so that none can rot unnoticed: not timed, not asserted on, only run
 # (`make bench`'s scripts; `make bench-fleet` on two nodes under Mitogen). `make bench-serving` runs in scenario vllm,
-# against its real service (molecule/vllm/verify_benchmark.yml).
+# against its real service (molecule/vllm_benchmark/verify_benchmark.yml).
 stage_bench() {
   python tests/benchmarks/npu_smi_calls.py
   python tests/benchmarks/model_manifest_reverify.py --shards 2 --shard-mib 16
@@ -109,7 +109,7 @@ stage_ee() {
 # one lane waits for those to end. scenario_order is the order, from their times in CI (docs/testing.md); a scenario
 # it does not name runs after those it names. Each scenario's output goes to .cache/molecule/<scenario>.log and is
 # printed in full if it fails.
-scenario_order="vllm site multinode_vllm multinode rolling_update model_quantize vllm_container upgrade simulator
+scenario_order="vllm vllm_benchmark site multinode_vllm multinode rolling_update model_quantize vllm_container upgrade simulator
   npu_driver modules doctor cann os_tuning"
 molecule_lane_count=${MOLECULE_LANES:-3}
 stage_molecule() {

@@ -373,8 +373,9 @@ def test_the_head_of_a_multi_node_launch_listens_on_its_rpc_port_until_it_stops(
     proc, port = node.start("-tp", "4", "--data-parallel-size", "4", "--data-parallel-size-local", "2",
                             "--data-parallel-address", "127.0.0.1", "--data-parallel-rpc-port", str(rpc_port))
     wait_health(port, proc)
-    for _ in range(3):  # answered each time, not only while a backlog lasts
-        socket.create_connection(("127.0.0.1", rpc_port), timeout=HANG_SECONDS).close()
+    for attempt in range(3):  # answered each time, not only while a backlog lasts
+        with socket.create_connection(("127.0.0.1", rpc_port), timeout=HANG_SECONDS) as conn:
+            assert conn.getpeername()[1] == rpc_port, attempt
     assert stop(proc) == 0
     with pytest.raises(ConnectionRefusedError):
         socket.create_connection(("127.0.0.1", rpc_port), timeout=HANG_SECONDS).close()

@@ -86,8 +86,8 @@ stage_build() (
 )
 
 # Every benchmark once, on a tiny input, so that none can rot unnoticed: not timed, not asserted on, only run
-# (`make bench`'s scripts; `make bench-fleet` on two nodes under Mitogen). `make bench-serving` runs in scenario vllm,
-# against its real service (molecule/vllm_benchmark/verify_benchmark.yml).
+# (`make bench`'s scripts; `make bench-fleet` on two nodes under Mitogen). `make bench-serving` runs in scenario
+# vllm_benchmark, against its real service (molecule/vllm_benchmark/verify_benchmark.yml).
 stage_bench() {
   python tests/benchmarks/npu_smi_calls.py
   python tests/benchmarks/model_manifest_reverify.py --shards 2 --shard-mib 16

@@ -32,6 +32,7 @@ import pwd
 import re
 import stat
 
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._files import UnreadableFile, check_regular, read_regular_file
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._text import replace_undecodable
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._version import version_sort_key
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._warnings import ignore
@@ -65,14 +66,6 @@ MAX_SYMLINKS = 40
 MAX_CPUS = 8192
 # The kernel's CPUs that can ever be online, under the sysfs top directory.
 POSSIBLE_CPUS = '/devices/system/cpu/possible'
-# What a file that is not a regular file is, by the file type bits of its mode.
-FILE_TYPES = (
-    (stat.S_ISDIR, 'a directory'),
-    (stat.S_ISFIFO, 'a FIFO (named pipe)'),
-    (stat.S_ISCHR, 'a character device'),
-    (stat.S_ISBLK, 'a block device'),
-    (stat.S_ISSOCK, 'a socket'),
-)
 
 _BRACKET_LIST = re.compile(r'^\[[^\[\]]*\](?:\s*,?\s*\[[^\[\]]*\])*$')
 _BRACKET_GROUP = re.compile(r'\[([^\[\]]*)\]')
@@ -81,15 +74,6 @@ _VERSION_CFG_HEADER = re.compile(r'^#\s*version\s*:\s*(?P<version>\S+)\s*$')
 _REQUIRED_PACKAGE_KEY = re.compile(r'^required_package_(?P<package>.+)_version$')
 _CPU_RANGE = re.compile(r'^(?P<first>\d+)(?:-(?P<last>\d+))?$')
 _HEX = re.compile(r'^0[xX][0-9a-fA-F]+$')
-
-
-class UnreadableFile(Exception):
-    """A file that is there but cannot be read as a regular file: ``path`` (as this machine names it) and why."""
-
-    def __init__(self, path, reason):
-        super().__init__('%s: %s' % (path, reason))
-        self.path = path
-        self.reason = reason
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -645,47 +629,9 @@ class RootFS:
         host, found = self._lookup(path)
         if found is None:
             return host, None
-        _check_regular(host, found.st_mode)
+        check_regular(host, found.st_mode)
         data = read_regular_file(host, MAX_FILE_BYTES, 'a version file')
         return host, data
-
-
-def read_regular_file(path, max_bytes, what='such a file'):
-    """The bytes of the regular file ``path`` (None when nothing is there), the collection's one way to read a file a
-    module is given: only a regular file is opened (a FIFO, a device or a directory never is: O_NONBLOCK, then
-    fstat), and at most ``max_bytes`` are read. :raises UnreadableFile: naming the file and why (``what`` says what
-    it was to be, for the message of a larger one)."""
-    try:
-        # O_NONBLOCK: should the file be a FIFO (or have become one since a check), opening it waits for no writer.
-        descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, 'O_NOCTTY', 0) | getattr(os, 'O_CLOEXEC', 0))
-    except OSError as error:
-        if error.errno in (errno.ENOENT, errno.ENOTDIR):
-            return None
-        raise UnreadableFile(path, 'cannot be opened: %s' % (error.strerror or error))
-    try:
-        _check_regular(path, os.fstat(descriptor).st_mode)
-        chunks = []
-        size = 0
-        while size <= max_bytes:
-            chunk = os.read(descriptor, max_bytes + 1 - size)
-            if not chunk:
-                break
-            chunks.append(chunk)
-            size += len(chunk)
-    except OSError as error:
-        raise UnreadableFile(path, 'cannot be read: %s' % (error.strerror or error))
-    finally:
-        os.close(descriptor)
-    if size > max_bytes:
-        raise UnreadableFile(path, 'larger than %d bytes, not %s' % (max_bytes, what))
-    return b''.join(chunks)
-
-
-def _check_regular(host, mode):
-    """:raises UnreadableFile: when ``mode`` is not that of a regular file."""
-    if not stat.S_ISREG(mode):
-        kind = next((name for test, name in FILE_TYPES if test(mode)), 'a special file')
-        raise UnreadableFile(host, '%s, not a regular file' % kind)
 
 
 def _join(*parts):

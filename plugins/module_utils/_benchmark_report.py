@@ -36,7 +36,7 @@ import os
 import traceback
 
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils import _json
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._ascend_files import UnreadableFile, read_regular_file
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._files import UnreadableFile, read_regular_file
 
 try:
     import matplotlib

@@ -18,7 +18,7 @@ import os
 import threading
 
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils import _json
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._ascend_files import UnreadableFile, read_regular_file
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._files import UnreadableFile, read_regular_file
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._benchmark import (
     PERCENTILES,
     BenchmarkError,

@@ -17,6 +17,8 @@ import posixpath
 import re
 from urllib.parse import urlsplit
 
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._secrets import mask_url
+
 # What each field accepts: a whole-value pattern (\Z: a trailing newline must not pass) that admits no control
 # character, and its wording for the message.
 FIELDS = {
@@ -33,17 +35,8 @@ FIELDS = {
 SOURCE_KEYS = ('src', 'path', 'url')
 _NAME = re.compile(r'[A-Za-z_][A-Za-z0-9_.]*\Z')
 _DEST_DIR = re.compile(r'/[^\x00-\x1f\x7f]*\Z')
-# A URL's user and password never appear in a message.
-URL_CREDENTIALS = re.compile(r'^([A-Za-z][A-Za-z0-9+.-]*://)[^/@]*@')
-
-
 def _json(value):
     return json.dumps(value, sort_keys=True)
-
-
-def mask_url(url):
-    """The URL as a message may show it: user and password replaced by ***."""
-    return URL_CREDENTIALS.sub(r'\1***@', url)
 
 
 def _shown(source):

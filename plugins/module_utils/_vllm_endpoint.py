@@ -33,7 +33,6 @@ MAX_BODY_BYTES = 1024 * 1024
 # Characters of an answer's body quoted in an error.
 QUOTED_BODY_CHARS = 300
 # What a masked secret reads as (the text Ansible puts for no_log values).
-MASK = '********'
 USER_AGENT = 'kunpeng_ascend.vllm-endpoint-check'
 
 # The stages in the order they run; chat and unauthorized only when asked.
@@ -71,19 +70,6 @@ class StageFailed(Exception):
 
 
 # ------------------------------------------------------------------------------------------------------- text
-
-def mask(value, secret):
-    """``value`` (str, or dicts and lists of them) with every occurrence of ``secret`` replaced by MASK."""
-    if not secret:
-        return value
-    if isinstance(value, dict):
-        return {mask(key, secret): mask(item, secret) for key, item in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [mask(item, secret) for item in value]
-    if isinstance(value, str):
-        return value.replace(secret, MASK)
-    return value
-
 
 def quote_body(body):
     """An answer's body for an error message: one line, cut to QUOTED_BODY_CHARS characters."""

@@ -84,7 +84,7 @@ import os
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils import _agreement, _json
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._ascend_files import UnreadableFile, read_regular_file
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._files import UnreadableFile, read_regular_file
 
 CONFIG_MAX_BYTES = 1 << 20
 

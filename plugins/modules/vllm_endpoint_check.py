@@ -250,12 +250,12 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils import _systemd
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._command import CommandRunner
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._failure_catalogue import describe, explain
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._secrets import mask
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._vllm_endpoint import (
     EndpointCheck,
     Refused,
     StageFailed,
     describe_unit,
-    mask,
     ssl_context,
     unit_is_down,
 )

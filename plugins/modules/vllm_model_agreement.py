@@ -176,13 +176,13 @@ import time
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils import _agreement, _json
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._ascend_files import UnreadableFile, read_regular_file
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._atomic_write import write_atomically
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._files import UnreadableFile, read_regular_file
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._secrets import mask
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._vllm_endpoint import (
     NotYet,
     answered,
     base_url,
-    mask,
     request,
 )
 

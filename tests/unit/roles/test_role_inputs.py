@@ -568,7 +568,7 @@ CASES = {
     'package_fetch a sha512': ('package_fetch', {'package_fetch_source': dict(URL_SOURCE, checksum='sha512:' + 'a' * 128)}, None),
     'package_fetch the password of a URL is not shown': ('package_fetch', {'package_fetch_source': {
         'url': 'https://mirror-user:s3cret-pw@example.invalid/ascend/x.run'}}, [
-        ONE_SOURCE % (('package_fetch_source',) * 3 + ('{"url": "https://***@example.invalid/ascend/x.run"}',))]),
+        ONE_SOURCE % (('package_fetch_source',) * 3 + ('{"url": "https://********@example.invalid/ascend/x.run"}',))]),
     'package_fetch url with a null checksum': ('package_fetch', {'package_fetch_source': dict(URL_SOURCE, checksum=None)}, [
         ONE_SOURCE % (('package_fetch_source',) * 3 + (json.dumps(dict(URL_SOURCE, checksum=None), sort_keys=True),))]),
     'package_fetch a misspelt key': ('package_fetch', {'package_fetch_source': {'pth': DRIVER}}, [

@@ -23,13 +23,11 @@ import pytest
 
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils import _vllm_endpoint
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._vllm_endpoint import (
-    MASK,
     EndpointCheck,
     Refused,
     StageFailed,
     base_url,
     describe_unit,
-    mask,
     quote_body,
     unit_is_down,
 )
@@ -496,13 +494,6 @@ def test_base_url_refuses_a_bad_port(url):
 def test_base_url_refuses_port_0():
     with pytest.raises(ValueError, match=r"^url: 'http://h:0' has port 0"):
         base_url('http://h:0')
-
-
-def test_mask_replaces_the_secret_everywhere_and_nothing_without_one():
-    value = {'msg': 'key sk-1 refused', 'lines': ['a sk-1 b', 7, None], 'sk-1': ('sk-1sk-1',)}
-    assert mask(value, 'sk-1') == {'msg': 'key %s refused' % MASK, 'lines': ['a %s b' % MASK, 7, None],
-                                   MASK: [MASK * 2]}
-    assert mask(value, None) is value and mask(value, '') is value
 
 
 def test_quote_body_is_one_line_and_cut():

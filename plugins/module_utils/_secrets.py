@@ -1,0 +1,67 @@
+# -*- coding: utf-8 -*-
+
+# Copyright (c) kunpeng_ascend.vllm contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+"""Private to the kunpeng_ascend.vllm collection: not a public API, it may change without notice.
+
+The one masking rule of the collection: what a module, a filter or a role prints never shows a secret. A secret is
+a value the caller names (an API key, a password) or the user and password of any URL in the text
+(``scheme://user:password@host``), wherever the URL stands in a message. :func:`url_secrets` gives the passwords of
+the URLs in a value so that a module adds them to its no-log values, which Ansible then masks in the invocation's
+arguments as well.
+Standard library only.
+"""
+
+from __future__ import annotations
+
+import re
+
+from urllib.parse import unquote
+
+MASK = '********'
+# A URL's user information: up to the last @ before the end of the host (a path, a query, a fragment or a blank), as
+# urlsplit reads it; a password may hold @, :, quotes and backslashes (which repr() doubles). Where a message quotes
+# two URLs side by side this may mask more than the user information: never less.
+_URL_USERINFO = re.compile(r'([A-Za-z][A-Za-z0-9+.-]*://)([^\s/?#<>]*)@')
+
+
+def url_secrets(text):
+    """The passwords of the URLs in ``text`` (each as written and URL-decoded, as a client sends it), for a module's
+    no-log values, longest first; [] when it holds no URL with a password (a user name alone is no secret)."""
+    if not isinstance(text, str):
+        return []
+    found = set()
+    for match in _URL_USERINFO.finditer(text):
+        userinfo = match.group(2)
+        if ':' in userinfo:
+            password = userinfo.split(':', 1)[1]
+            found.update((password, unquote(password)))
+    return sorted((secret for secret in found if secret), key=len, reverse=True)
+
+
+def mask_text(text, secrets=()):
+    """``text`` with every URL's user information and every one of ``secrets`` replaced by MASK."""
+    text = _URL_USERINFO.sub(lambda match: match.group(1) + MASK + '@', text)
+    for secret in sorted((secret for secret in secrets if secret), key=len, reverse=True):
+        text = text.replace(secret, MASK)
+    return text
+
+
+def mask(value, *secrets):
+    """``value`` (a str, or dicts, lists and tuples of them) as it may be shown: every URL's user information and
+    every one of ``secrets`` (None and empty ones ignored) replaced by MASK, in keys and values alike."""
+    secrets = tuple(secret for secret in secrets if isinstance(secret, str) and secret)
+    if isinstance(value, dict):
+        return {mask(key, *secrets): mask(item, *secrets) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [mask(item, *secrets) for item in value]
+    if isinstance(value, str):
+        return mask_text(value, secrets)
+    return value
+
+
+def mask_url(url):
+    """The URL as a message may show it: its user and password replaced by MASK."""
+    return mask_text(url)

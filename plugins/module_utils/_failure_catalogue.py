@@ -69,6 +69,16 @@ F = 'tests/fixtures/'
 HCCL_EXEC_TIMEOUT_SOURCE = ('constructed from the text torch_npu prints (TORCH_NPU_WARN in '
                             'torch_npu/csrc/distributed/ProcessGroupHCCL.cpp, Ascend/pytorch): no sample has it')
 
+# HCCL's own fault-diagnosis guide (hicann/hccl): the log lines HCCL prints for a port already bound and for a link
+# never set up, with their causes.
+HCCL_PARAM_LINK_DOC = ('https://github.com/hicann/hccl/blob/7076f76a733493cd2fc8b5521aad8703f2488f19/docs/en/user_guide/'
+                       'fault_diagnosis/param_link_stage.md')
+HCCL_CLUSTER_NEGO_DOC = ('https://github.com/hicann/hccl/blob/bf07f6e5c76b263f36264e439f29c6a0581cae1e/docs/en/user_guide/'
+                         'fault_diagnosis/cluster_info_nego.md')
+# The driver's error numbers: 87 is DRV_ERROR_RESOURCE_OCCUPIED.
+DRIVER_ERRORS = ('https://github.com/hicann/runtime/blob/d8beaaf0955bc307cdda0ae971275fb48f652a26/include/driver/'
+                 'ascend_hal_error.h')
+
 CATALOGUE = (
     {
         'id': 'ej0001',
@@ -99,6 +109,35 @@ CATALOGUE = (
         'not_this': (),
         'sources': (F + 'serve-log_vllm-ascend-632_dcmi-8020-device-is-used.txt',
                     'https://github.com/vllm-project/vllm-ascend/issues/632'),
+    },
+    {
+        'id': 'npu_occupied',
+        'status': 'fail',
+        'cause': 'The NPU driver refused the service\'s queries of the device type and SoC version because the NPU is '
+                 'occupied (EL0005 "The resources are busy"; "halGetDeviceInfo get device type version failed , ret:87", '
+                 'driver error 87 being DRV_ERROR_RESOURCE_OCCUPIED; "init soc version failed, ret = 507008"): another '
+                 'container or process holds it, as when a second service is started on a card (a 300I chip) that a '
+                 'first service in another container already uses.',
+        'fix': 'Run one service per NPU: give each service its own NPUs with vllm_service_npus (each chip of a 300I Duo '
+               'is one), or stop the container or process that holds this one (the npu_processes check; `npu-smi info` '
+               'lists the processes of each chip; an earlier run of this service: wait 10 s after it ends); then restart '
+               'the service',
+        'patterns': (
+            (word('EL0005'),),
+            ('the resources are busy',),
+            ('get device type version failed', word('87')),
+            ('init soc version failed', word('507008')),
+        ),
+        'not_this': (
+            {'line': '(EngineCore_DP0 pid=626)   File "/vllm-workspace/vllm-ascend/vllm_ascend/utils.py", line 564, in '
+                     'init_ascend_soc_version',
+             'why': 'a frame of the traceback of another failure (AclSetCompileopt 500001: cann_version_mismatch) that '
+                    'passes through vllm-ascend\'s SoC-version lookup: the driver answered, nothing is occupied',
+             'source': F + 'serve-log_vllm-ascend-4744_AclSetCompileopt-500001.txt'},
+        ),
+        'sources': (F + 'serve-log_vllm-ascend-2542_310P-second-service_halGetDeviceInfo-ret87_soc-version-507008.txt',
+                    'https://github.com/vllm-project/vllm-ascend/issues/2542',
+                    DRIVER_ERRORS),
     },
     {
         'id': 'dcmi_error',
@@ -233,6 +272,38 @@ CATALOGUE = (
                     'https://github.com/vllm-project/vllm-ascend/issues/4284'),
     },
     {
+        'id': 'hccl_port_in_use',
+        'status': 'fail',
+        'cause': 'HCCL could not listen on its port ("socket type[N], listen on ip[...] and specific port[16666] fail. '
+                 'Please check the port status and whether the port is being used by other process", EI0019 '
+                 'Communication_Error_Bind_IP_Port): another process holds it - a second service or a stale run on the '
+                 'same NPU (port 16666 of the NPU\'s NIC, socket type 0 or 1) or on the host (ports 60000-60031, socket '
+                 'type 2) - or, after EJ0002, the NPU\'s network port is down; the ranks that wait for this one then time '
+                 'out.',
+        'fix': 'Give each service its own NPUs (vllm_service_npus) and stop what still holds the port: an earlier run of '
+               'the service or another service on the same NPUs (the npu_processes check; `ss -ltnp \'sport = :PORT\'` '
+               'for a host port); to run several HCCL processes on one NPU on purpose, set HCCL_NPU_SOCKET_PORT_RANGE: '
+               '"auto" (and HCCL_HOST_SOCKET_PORT_RANGE: "auto" for socket type 2) in vllm_service_env; when EJ0002 came '
+               'first, bring the NPU link up (`hccn_tool -i N -link -g`; the doctor with doctor_check_network: true); '
+               'then restart the service',
+        'patterns': (
+            ('please check the port status', 'by other process'),
+            ('listen on ip', 'specific port', 'fail'),
+            (word('EI0019'),),
+        ),
+        'not_this': (
+            {'line': "vllm-eb_1  | ERROR:    [Errno 98] error while attempting to bind on address ('0.0.0.0', 8000): "
+                     "address already in use",
+             'why': 'vLLM\'s API server (uvicorn) not getting its HTTP port: port_in_use, fixed with vllm_service_port',
+             'source': F + 'serve-log_vllm-8638_Errno98-address-already-in-use.txt'},
+        ),
+        'sources': (F + 'serve-log_vllm-ascend-1955_HCCL-listen-16666-fail_wait-socket-establish-timeout.txt',
+                    'https://github.com/vllm-project/vllm-ascend/issues/1955',
+                    'https://github.com/vllm-project/vllm-ascend/issues/1815',
+                    HCCL_PARAM_LINK_DOC,
+                    HCCL_CLUSTER_NEGO_DOC),
+    },
+    {
         'id': 'hccl_init_failed',
         'status': 'fail',
         'cause': 'The HCCL communicator between the NPUs could not be set up (HcclCommInitRootInfo failed, errNo, '
@@ -305,6 +376,36 @@ CATALOGUE = (
                     'https://github.com/vllm-project/vllm-ascend/issues/1443'),
     },
     {
+        'id': 'hccl_socket_timeout',
+        'status': 'fail',
+        'cause': 'HCCL\'s socket to another rank was not set up within HCCL_CONNECT_TIMEOUT ("wait socket establish '
+                 'timeout, role[R] rank[N] timeout[120]", "topo exchange agent/server get socket timeout"): the rank it '
+                 'waited for never connected - it did not start, failed first (its own log names why, as a listen port '
+                 'in use), started later than the timeout, or cannot be reached over the NPU or host network.',
+        'fix': 'Read the log of the rank named in the line first (on its node) and fix its error; check that every rank '
+               'and node started (playbooks/site.yml, role kunpeng_ascend.vllm.vllm_cluster), that HCCL_IF_IP and '
+               'HCCL_SOCKET_IFNAME name the node\'s own NIC (vllm_cluster_node_address), that no firewall blocks the '
+               'nodes\' ports, and the NPU network (`hccn_tool -i N -link -g`, `-net_health -g`, the same TLS switch on '
+               'every NPU: `hccn_tool -i N -tls -g`; the doctor with doctor_check_network: true); raise '
+               'HCCL_CONNECT_TIMEOUT (vllm_cluster_hccl_connect_timeout, or in vllm_service_env) when a rank only '
+               'starts slowly',
+        'patterns': (
+            ('wait socket establish timeout',),
+            ('topo exchange', 'get socket timeout'),
+        ),
+        'not_this': (
+            {'line': 'EI0006: 2024-08-05-18:15:21.270.506 Getting socket times out. Reason: Remote Rank did not send '
+                     'the data in time. Please check the reason for the rank being stuck',
+             'why': 'the error code torch_npu\'s exception reports for an HCCL timeout, of a link or of the data of a '
+                    'collective: hccl_timeout, which says so; this entry is HCCL\'s own log line of a link never set up',
+             'source': F + 'serve-log_llamafactory-5071_EI0006-getting-socket-times-out.txt'},
+        ),
+        'sources': (F + 'serve-log_vllm-ascend-1955_HCCL-listen-16666-fail_wait-socket-establish-timeout.txt',
+                    'https://github.com/vllm-project/vllm-ascend/issues/1955',
+                    HCCL_PARAM_LINK_DOC,
+                    HCCL_CLUSTER_NEGO_DOC),
+    },
+    {
         'id': 'c10d_rendezvous_waiting',
         'status': 'warn',
         'cause': 'A rank waits at the torch c10d rendezvous for peers that have not connected ("server socket ... has '
@@ -318,6 +419,36 @@ CATALOGUE = (
         'not_this': (),
         'sources': (F + 'serve-log_vllm-ascend-5949_c10d-server-socket-will-retry.txt',
                     'https://github.com/vllm-project/vllm-ascend/issues/5949'),
+    },
+    {
+        'id': 'c10d_store_timeout',
+        'status': 'fail',
+        'cause': 'The ranks\' torch c10d store client waited for an answer of the rendezvous store (the TCPStore at '
+                 'remote=..., on the head node) and gave up ("[c10d] waitForInput: socket SocketImpl(...) timed out after '
+                 '1800000ms", 30 minutes by default, printed by every rank): the store waits for a rank or node that '
+                 'never joined, or a rank crashed or hangs before the group was set up.',
+        'fix': 'Find the first rank that failed: read the log of every node, the head first, from about the timeout '
+               'before the line, and fix that error; check that the service started on every node (playbooks/site.yml, '
+               'role kunpeng_ascend.vllm.vllm_cluster), that the remote= address is the head\'s '
+               'vllm_cluster_node_address (not a proxy, container or 198.18.x address) and its port is not firewalled; '
+               'then restart the service on every node, the head first',
+        'patterns': (
+            ('waitforinput', 'timed out after'),
+        ),
+        'not_this': (
+            {'line': '(EngineCore_DP0 pid=1096) (RayWorkerWrapper pid=545, ip=10.17.44.60) [W116 05:41:45.632092587 '
+                     'socket.cpp:929] [c10d] The server socket on [::ffff:198.18.0.1]:43195 has timed out, will retry.',
+             'why': 'the server side of the rendezvous still waiting and trying again: c10d_rendezvous_waiting (a warning)',
+             'source': F + 'serve-log_vllm-ascend-5949_c10d-server-socket-will-retry.txt'},
+            {'line': '(WorkerDict pid=904548) [E331 20:50:12.688969421 socket.cpp:1011] [c10d] The client socket has '
+                     'timed out after 1800000ms while trying to connect to (10.123.132.218, 38321).',
+             'why': 'the client never reached the store at all (nothing listened there): hccl_timeout\'s c10d connect '
+                    'timeout; this entry is a client connected to the store that got no answer',
+             'source': F + 'serve-log_verl-849_c10d-client-socket-timed-out.txt'},
+        ),
+        'sources': (F + 'serve-log_vllm-ascend-2248_c10d-waitForInput-timed-out-every-rank.txt',
+                    'https://github.com/vllm-project/vllm-ascend/issues/2248',
+                    'https://github.com/vllm-project/vllm/pull/10502'),
     },
     {
         'id': 'hccl_watchdog_abort',

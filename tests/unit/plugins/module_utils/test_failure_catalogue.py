@@ -59,7 +59,11 @@ EXPECTED = {
     'serve-log_vllm-ascend-117_libtorch_npu-undefined-symbol.txt': ['cann_version_mismatch'],
     'serve-log_vllm-ascend-13399_310P3_rtGetDeviceCount-507899.txt': ['npu_not_visible'],
     'serve-log_vllm-ascend-13565_startup-SUCCESS.txt': [],
+    'serve-log_vllm-ascend-1955_HCCL-listen-16666-fail_wait-socket-establish-timeout.txt': ['hccl_port_in_use',
+                                                                                           'hccl_socket_timeout'],
     'serve-log_vllm-ascend-19_NPU-out-of-memory.txt': ['out_of_memory'],
+    'serve-log_vllm-ascend-2248_c10d-waitForInput-timed-out-every-rank.txt': ['c10d_store_timeout'],
+    'serve-log_vllm-ascend-2542_310P-second-service_halGetDeviceInfo-ret87_soc-version-507008.txt': ['npu_occupied'],
     'serve-log_vllm-ascend-2546_EJ0001_ERR02200.txt': ['ej0001', 'npu_device_start_failed', 'hccl_init_failed'],
     'serve-log_vllm-ascend-3162_EI0009-transport-init-error.txt': ['hccl_init_failed'],
     'serve-log_vllm-ascend-3479_EngineCore-failed-to-start_EL0004.txt': ['out_of_memory', 'engine_core_failed',
@@ -113,7 +117,7 @@ def test_each_sample_gives_exactly_its_entries(sample):
 
 def test_every_serving_sample_is_in_the_table():
     names = set(os.path.basename(path) for path in glob.glob(os.path.join(FIXTURES, 'serve-log_*')))
-    assert names <= set(EXPECTED) and len(names) == 32
+    assert names <= set(EXPECTED) and len(names) == 35
 
 
 @pytest.mark.parametrize('sample', sorted(name for name in EXPECTED if 'startup-SUCCESS' in name))
@@ -194,6 +198,157 @@ def test_bytes_and_undecodable_text_never_raise():
     assert catalogue.match_line(b'\xff\xfe\x00' * 1000, catalogue.Steps()) is None
     result = catalogue.scan(['NPU out of memory \udcff', b'NPU out of memory \xff'], steps=catalogue.Steps())
     assert result['matches']['out_of_memory'] == ['NPU out of memory \ufffd', 'NPU out of memory \ufffd']
+
+
+# --- issue 32: HCCL's own socket lines, c10d's store timeout, an occupied NPU -------------------------------------------
+
+# The entries learned from the samples of issue 32, and those samples.
+ISSUE_32 = ('hccl_port_in_use', 'hccl_socket_timeout', 'c10d_store_timeout', 'npu_occupied')
+ISSUE_32_SAMPLES = {
+    'serve-log_vllm-ascend-1955_HCCL-listen-16666-fail_wait-socket-establish-timeout.txt': ['hccl_port_in_use',
+                                                                                           'hccl_socket_timeout'],
+    'serve-log_vllm-ascend-2248_c10d-waitForInput-timed-out-every-rank.txt': ['c10d_store_timeout'],
+    'serve-log_vllm-ascend-2542_310P-second-service_halGetDeviceInfo-ret87_soc-version-507008.txt': ['npu_occupied'],
+}
+
+
+@pytest.mark.parametrize('sample', sorted(ISSUE_32_SAMPLES))
+def test_each_issue_32_sample_is_found_by_its_new_entries_and_nothing_else(sample):
+    assert found_in(sample) == ISSUE_32_SAMPLES[sample] == EXPECTED[sample]
+
+
+def test_before_issue_32_the_catalogue_knew_no_line_of_its_samples():
+    # What the doctor and the health gate said of these journals: nothing known to be wrong.
+    older = [entry for entry in catalogue.CATALOGUE if entry['id'] not in ISSUE_32]
+    for sample in ISSUE_32_SAMPLES:
+        assert [line for line in sample_lines(sample) if any(catalogue.pattern_matches(entry, line) for entry in older)] \
+            == [], sample
+
+
+def test_no_line_of_the_older_samples_goes_to_an_issue_32_entry():
+    # Line by line, not only the entries found: no line of a sample learned before moved to a new entry.
+    for sample in sorted(set(EXPECTED) - set(ISSUE_32_SAMPLES)):
+        taken = [(line, catalogue.match_line(line, catalogue.Steps())['id']) for line in sample_lines(sample)
+                 if catalogue.match_line(line, catalogue.Steps()) in [catalogue.ENTRIES[key] for key in ISSUE_32]]
+        assert taken == [], sample
+
+
+@pytest.mark.parametrize('sample, text, expected', [
+    # vLLM's own HTTP port in use: the API server's, not HCCL's.
+    ('serve-log_vllm-8638_Errno98-address-already-in-use.txt', '[Errno 98]', 'port_in_use'),
+    # The c10d server side that will retry: a warning.
+    ('serve-log_vllm-ascend-5949_c10d-server-socket-will-retry.txt', 'will retry', 'c10d_rendezvous_waiting'),
+    # The c10d client that never connected to the store: not a connected client without an answer.
+    ('serve-log_verl-849_c10d-client-socket-timed-out.txt', 'client socket has timed out', 'hccl_timeout'),
+    # torch_npu's EI0006: the timeout entry it always was.
+    ('serve-log_llamafactory-5071_EI0006-getting-socket-times-out.txt', 'EI0006', 'hccl_timeout'),
+    # The NPU used by another container: npu-smi's dcmi -8020, and the runtime's drvRet=87 of the same sample.
+    ('serve-log_vllm-ascend-632_dcmi-8020-device-is-used.txt', 'because the device is used', 'npu_in_use'),
+    ('serve-log_vllm-ascend-632_dcmi-8020-device-is-used.txt', 'halGetDeviceInfo failed: drvRet=87', 'npu_not_visible'),
+    ('serve-log_vllm-ascend-632_dcmi-8020-device-is-used.txt', 'cur soc version', 'npu_not_visible'),
+    # vllm-ascend's SoC-version lookup in the traceback of another failure.
+    ('serve-log_vllm-ascend-4744_AclSetCompileopt-500001.txt', 'in init_ascend_soc_version', None),
+], ids=['vllm-errno-98', 'c10d-will-retry', 'c10d-connect-timeout', 'EI0006', 'dcmi-8020', 'drvRet-87',
+        'cur-soc-version', 'init_ascend_soc_version-frame'])
+def test_the_look_alikes_keep_their_entry(sample, text, expected):
+    lines = [line for line in sample_lines(sample) if text in line]
+    assert lines
+    for line in lines:
+        entry = catalogue.match_line(line, catalogue.Steps())
+        assert (entry['id'] if entry else None) == expected
+
+
+# Spellings the new entries know beyond their samples, each a line as printed in its (public) source.
+HCCL_PARAM_LINK = catalogue.HCCL_PARAM_LINK_DOC
+HCCL_CLUSTER_NEGO = catalogue.HCCL_CLUSTER_NEGO_DOC
+VLLM_ASCEND_1815 = 'https://github.com/vllm-project/vllm-ascend/issues/1815'
+VLLM_ASCEND_2542 = 'https://github.com/vllm-project/vllm-ascend/issues/2542'
+VLLM_PR_10502 = 'https://github.com/vllm-project/vllm/pull/10502'
+OTHER_SPELLINGS = [
+    # Newer CANN: 'is being used', the device NIC (socket type 0).
+    (HCCL_PARAM_LINK, '[ERROR] HCCL(1009464,all_reduce_test):2025-03-15-00:41:48.470.172 [hccl_socket.cc:110] '
+                      '[1009464][InitGroupStage][RanktableDetect] socket type[0], listen on ip[192.168.2.199] and specific '
+                      'port[16666] fail. Please check the port status and whether the port is being used by other process.',
+     'hccl_port_in_use'),
+    # The host NIC's port of the cluster negotiation (socket type 2), and its error code.
+    (HCCL_CLUSTER_NEGO, '[ERROR] HCCL(3626636,all_reduce_test):2025-11-21-13:18:47.639.860 [hccl_socket.cc:110] '
+                        '[3626636][InitChannelStage][RanktableDetect] socket type[2], listen on ip[192.168.1.100%enp53s0f2] '
+                        'and specific port[60000] fail. Please check the port status and whether the port is being used '
+                        'by other process.',
+     'hccl_port_in_use'),
+    (HCCL_CLUSTER_NEGO, '[PID: 2267203] 2025-11-21-11:38:29.575.404 Communication_Error_Bind_IP_Port(EI0019): Failed to '
+                        'enable listening for the host network adapter socket.Reason: The IP address 192.168.1.100 and '
+                        'port 50001 have already been bound.',
+     'hccl_port_in_use'),
+    # The same listen failure after the NPU's network port went down (EJ0002 in that issue's title).
+    (VLLM_ASCEND_1815, '[ERROR] HCCL(38011,python):2025-07-15-12:45:32.997.787 [hccl_socket.cc:100] '
+                       '[38011][HcclSocket][Listen] socket type[1], listen on ip[192.168.20.148] and specific port[16666] '
+                       'fail. Please check the port status and whether the port is been using by other process.',
+     'hccl_port_in_use'),
+    # Newer CANN: 'timeout[120 s]'.
+    (HCCL_PARAM_LINK, '[ERROR] HCCL(17528,python3):2026-03-18-10:33:52.113.403 [hccl_socket_manager.cc:797] '
+                      '[18744][Wait][LinkEstablish]wait socket establish timeout, role[1] rank[1] timeout[120 s]',
+     'hccl_socket_timeout'),
+    # The cluster negotiation's sockets to the root rank, on both sides (the agent's line ends in a space there).
+    (HCCL_CLUSTER_NEGO, '[ERROR] HCCL(7988,all_reduce_test):2025-03-19-04:16:13.978.979 [topoinfo_exchange_agent.cc:190] '
+                        '[7988][InitGroupStage][RanktableDetect]topo exchange agent get socket timeout! timeout[120] ',
+     'hccl_socket_timeout'),
+    (HCCL_CLUSTER_NEGO, '[ERROR] HCCL(1041081,all_reduce_test):2025-11-21-01:20:01.624.966 '
+                        '[topoinfo_exchange_server.cc:314] [1041362][InitGroupStage][RanktableDetect]topo exchange server '
+                        'get socket timeout! timeout[120 s]',
+     'hccl_socket_timeout'),
+    # The plog lines of the occupied 310P, printed to stdout before the TraceBack of the sample.
+    (VLLM_ASCEND_2542, '[ERROR] PROFILING(278,python3):2025-08-26-03:01:18.166.955 [config_manager.cpp:60] >>> (tid:278) '
+                       'halGetDeviceInfo get device type version failed , ret:87',
+     'npu_occupied'),
+    (VLLM_ASCEND_2542, '[ERROR] ASCENDCL(278,python3):2025-08-26-03:01:18.167.116 [acl.cpp:370]278 aclInit: '
+                       '[INIT][DEFAULT][Init][Version]init soc version failed, ret = 507008',
+     'npu_occupied'),
+    # Another torch release's socket.cpp line and a [localhost] address; the warning printed just before it is not
+    # counted (the 'timed out after' line always follows it).
+    (VLLM_PR_10502, '[rank1]:[W411 00:33:04.669049648 socket.cpp:489] [c10d] waitForInput: socket SocketImpl(fd=135, '
+                    'addr=[localhost]:10002, remote=[localhost]:14581) timed out after 300000ms',
+     'c10d_store_timeout'),
+    (VLLM_PR_10502, '[rank1]:[W411 00:33:04.667467898 socket.cpp:464] [c10d] waitForInput: poll for socket '
+                    'SocketImpl(fd=135, addr=[localhost]:10002, remote=[localhost]:14581) returned 0, likely a timeout',
+     None),
+]
+
+
+@pytest.mark.parametrize('source, line, expected', OTHER_SPELLINGS,
+                         ids=['%d-%s' % (index, case[2]) for index, case in enumerate(OTHER_SPELLINGS)])
+def test_other_real_spellings_of_the_issue_32_failures(source, line, expected):
+    assert source in [item for key in ISSUE_32 for item in catalogue.ENTRIES[key]['sources']]
+    entry = catalogue.match_line(line, catalogue.Steps())
+    assert (entry['id'] if entry else None) == expected
+
+
+@pytest.mark.parametrize('line', [
+    'init soc version failed, ret = 5070080',
+    'init soc version failed, ret = 500000',
+    'halGetDeviceInfo get device type version failed , ret:870',
+    'halGetDeviceInfo get device type version failed , ret:-1',
+    'error EL00050 is not a code',
+    '[c10d] waitForInput: socket SocketImpl(fd=3) returned 0, likely a timeout',
+    'INFO HCCL listen on ip[10.0.0.1] and specific port[16666] succeeded',
+])
+def test_near_misses_of_the_issue_32_entries_are_nothing(line):
+    assert catalogue.match_line(line, catalogue.Steps()) is None
+
+
+def test_every_rank_of_the_c10d_sample_is_counted_and_the_last_lines_kept():
+    lines = sample_lines('serve-log_vllm-ascend-2248_c10d-waitForInput-timed-out-every-rank.txt')
+    result = catalogue.scan(lines, steps=catalogue.Steps())
+    assert result['counts'] == {'c10d_store_timeout': 7}
+    assert [line.split(']:')[0] for line in result['matches']['c10d_store_timeout']] == ['[rank1', '[rank7', '[rank0']
+
+
+def test_the_hccl_sample_names_the_port_first_and_the_timeout_it_caused_after():
+    known = catalogue.explain(sample_lines(
+        'serve-log_vllm-ascend-1955_HCCL-listen-16666-fail_wait-socket-establish-timeout.txt'))
+    assert [item['id'] for item in known] == ['hccl_port_in_use', 'hccl_socket_timeout']
+    assert 'specific port[16666] fail' in known[0]['lines'][0] and 'rank[12] timeout[120]' in known[1]['lines'][0]
+    assert 'HCCL_NPU_SOCKET_PORT_RANGE' in known[0]['fix'] and 'HCCL_CONNECT_TIMEOUT' in known[1]['fix']
 
 
 # --- the catalogue's own rules ----------------------------------------------------------------------------------------

@@ -4,8 +4,9 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
 
-"""The monitoring filters (documented in monitoring_rules.yml and monitoring_prometheus_config.yml): role monitoring's
-alert rules and Prometheus configuration, as data, from module_utils/_monitoring.py."""
+"""The monitoring filters (documented in monitoring_rules.yml, monitoring_prometheus_config.yml and
+monitoring_input_problems.yml): role monitoring's input checks, alert rules and Prometheus configuration, as data,
+from module_utils/_monitoring.py."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from ansible.errors import AnsibleFilterError
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._monitoring import (
     MonitoringError,
     alert_rules,
+    input_problems,
     prometheus_config,
 )
 
@@ -23,6 +25,11 @@ def _checked(function, *args):
         return function(*args)
     except MonitoringError as error:
         raise AnsibleFilterError(error.msg)
+
+
+def monitoring_input_problems(inputs, prefix='monitoring_'):
+    """What is wrong with the role's inputs, each naming its variable; [] when nothing is."""
+    return input_problems(inputs, prefix)
 
 
 def monitoring_rules(thresholds):
@@ -39,4 +46,5 @@ def monitoring_prometheus_config(vllm_urls, node, node_exporter, prometheus, rul
 
 class FilterModule:
     def filters(self):
-        return {'monitoring_rules': monitoring_rules, 'monitoring_prometheus_config': monitoring_prometheus_config}
+        return {'monitoring_input_problems': monitoring_input_problems, 'monitoring_rules': monitoring_rules,
+                'monitoring_prometheus_config': monitoring_prometheus_config}

@@ -31,6 +31,7 @@ import math
 import re
 
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils import _json
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._numbers import MAX_SECONDS, number_problem
 
 SCHEMA = 'kunpeng_ascend.vllm/model-quality/1'
 # Where the quality records live on a node: one per candidate model, named after its manifest's SHA-256 (the model
@@ -49,6 +50,11 @@ DEFAULT_PROMPTS = (
     'To install the package, run the following command:',
 )
 DEFAULT_MAX_TOKENS = 32
+# The largest max_mean_abs_logprob_diff: a mean difference of 100 nats a token (a factor e^100) means one side gives
+# the other's tokens no chance at all; a larger threshold would only turn the check off, which null says.
+MAX_LOGPROB_DIFF = 100
+# The longest continuation a comparison asks for (a prompt and its continuation must fit both contexts anyway).
+MAX_TOKENS = 4096
 # The thresholds' defaults (docs/model-agreement.md says why): a W8A8 quantization that works keeps well over nine
 # tokens in ten of its parent's greedy choices under teacher forcing, and moves the log-probability of a text's tokens
 # by a few hundredths of a nat on average.
@@ -95,18 +101,31 @@ def check_prompts(prompts, source):
     return list(prompts)
 
 
-def threshold_problems(min_top1_agreement, max_mean_abs_logprob_diff, min_first_divergence, max_tokens):
-    """What is wrong with the thresholds, each naming its option."""
+def threshold_problems(min_top1_agreement, max_mean_abs_logprob_diff, min_first_divergence, max_tokens,
+                       request_timeout=None):
+    """What is wrong with the thresholds and the numbers of a comparison, each naming its option: every one a
+    finite number in its range (_numbers.number_problem: NaN, infinity, an overflowing or a boolean value refused),
+    a threshold None when it is skipped. A NaN threshold would pass every comparison and leave a record that
+    parse_record refuses."""
+    checks = [
+        ('min_top1_agreement', min_top1_agreement, dict(minimum=0, maximum=1)),
+        ('max_mean_abs_logprob_diff', max_mean_abs_logprob_diff, dict(minimum=0, maximum=MAX_LOGPROB_DIFF)),
+        ('max_tokens', max_tokens, dict(minimum=1, maximum=MAX_TOKENS, integer=True)),
+        ('request_timeout', request_timeout, dict(above=0, maximum=MAX_SECONDS)),
+    ]
     problems = []
-    if min_top1_agreement is not None and not 0 <= min_top1_agreement <= 1:
-        problems.append('min_top1_agreement must be between 0 and 1, not %s' % min_top1_agreement)
-    if max_mean_abs_logprob_diff is not None and max_mean_abs_logprob_diff < 0:
-        problems.append('max_mean_abs_logprob_diff must be 0 or more (nats), not %s' % max_mean_abs_logprob_diff)
-    if not 1 <= max_tokens <= 4096:
-        problems.append('max_tokens must be between 1 and 4096, not %d' % max_tokens)
-    if min_first_divergence is not None and not 0 <= min_first_divergence <= max_tokens:
-        problems.append('min_first_divergence must be between 0 and max_tokens (%d), not %d'
-                        % (max_tokens, min_first_divergence))
+    for option, value, bounds in checks:
+        # A threshold of None is skipped, a request_timeout of None is the caller's default; max_tokens is always due.
+        problem = number_problem(option, value, **bounds) if value is not None or option == 'max_tokens' else None
+        if problem:
+            problems.append(problem)
+    if min_first_divergence is not None:
+        # At most max_tokens (no later divergence can be seen); MAX_TOKENS when max_tokens itself is wrong.
+        usable = number_problem('max_tokens', max_tokens, minimum=1, maximum=MAX_TOKENS, integer=True) is None
+        problem = number_problem('min_first_divergence', min_first_divergence, minimum=0,
+                                 maximum=int(max_tokens) if usable else MAX_TOKENS, integer=True)
+        if problem:
+            problems.append(problem)
     return problems
 
 
@@ -305,7 +324,24 @@ def record_of(digest, status, failures, measures, thresholds, reference, candida
 
 
 def record_text(record):
-    return json.dumps(record, indent=2, sort_keys=True) + '\n'
+    """The text of ``record`` as the quality record file holds it. AgreementError when parse_record would not read
+    it back as the same record (a NaN or an infinity, which JSON has not; a record too large or too deep, of another
+    schema or status): a record is written only when its reader takes it, so that no check passes on a record that
+    the serving role then refuses."""
+    try:
+        text = json.dumps(record, indent=2, sort_keys=True, allow_nan=False) + '\n'
+    except (TypeError, ValueError) as error:
+        raise AgreementError('the quality record cannot be written as JSON: %s' % error)
+    digest = record.get('candidate_digest') if isinstance(record, dict) else None
+    if not isinstance(digest, str) or not DIGEST.match(digest):
+        # record_path refuses such a digest: no reader would ever look for this record.
+        raise AgreementError('the quality record names no manifest SHA-256 (candidate_digest %s): it is not written'
+                             % json.dumps(digest))
+    read, problems = parse_record(text, digest)
+    if problems or read != record:
+        raise AgreementError('the quality record would not be read back as written (%s): it is not written'
+                             % ('; '.join(problems) or 'it reads back otherwise'))
+    return text
 
 
 def parse_record(text, digest):

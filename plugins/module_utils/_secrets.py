@@ -18,26 +18,39 @@ from __future__ import annotations
 
 import re
 
-from urllib.parse import unquote
+from urllib.parse import unquote, urlsplit
 
 MASK = '********'
 # A URL's user information: up to the last @ before the end of the host (a path, a query, a fragment or a blank), as
 # urlsplit reads it; a password may hold @, :, quotes and backslashes (which repr() doubles). Where a message quotes
 # two URLs side by side this may mask more than the user information: never less.
 _URL_USERINFO = re.compile(r'([A-Za-z][A-Za-z0-9+.-]*://)([^\s/?#<>]*)@')
+# The broadest reading of one value given as a URL or an address: anything before its last @.
+_ANY_USERINFO = re.compile(r'\s*(?:[A-Za-z][A-Za-z0-9+.-]*://)?(.*)@', re.S)
 
 
 def url_secrets(text):
-    """The passwords of the URLs in ``text`` (each as written and URL-decoded, as a client sends it), for a module's
-    no-log values, longest first; [] when it holds no URL with a password (a user name alone is no secret)."""
+    """Every password a URL or address in ``text`` may carry (each as written and URL-decoded, as a client sends it),
+    for a module's no-log values and for masking a value the user gave as a URL, longest first; [] for anything but
+    a str. Three readings, so that no spelling escapes: the user information of every URL in the text, the password
+    urlsplit reads (it may hold a blank or an angle bracket, where the first reading stops), and what stands after a
+    ``:`` before the last ``@`` (after a scheme's ``://`` if any: a password holding a ``/``, or ``user:pw@host``
+    without a scheme, which no URL parser reads as credentials). A user name alone is no secret."""
     if not isinstance(text, str):
         return []
     found = set()
     for match in _URL_USERINFO.finditer(text):
         userinfo = match.group(2)
         if ':' in userinfo:
-            password = userinfo.split(':', 1)[1]
-            found.update((password, unquote(password)))
+            found.add(userinfo.split(':', 1)[1])
+    try:
+        found.add(urlsplit(text).password or '')
+    except ValueError:
+        pass
+    broad = _ANY_USERINFO.match(text)
+    if broad and ':' in broad.group(1):
+        found.add(broad.group(1).split(':', 1)[1])
+    found.update([unquote(secret) for secret in found])
     return sorted((secret for secret in found if secret), key=len, reverse=True)
 
 
@@ -65,3 +78,15 @@ def mask(value, *secrets):
 def mask_url(url):
     """The URL as a message may show it: its user and password replaced by MASK."""
     return mask_text(url)
+
+
+def shown_url(text):
+    """``text`` (a URL or an address a user gave) as a message may quote it (repr): its passwords masked; when an
+    ``@`` is left that the mask did not account for (credentials in a spelling no rule reads), nothing of it is
+    quoted."""
+    if not isinstance(text, str):
+        return repr(text)
+    shown = mask_text(text, url_secrets(text))
+    if '@' in shown.replace(MASK + '@', ''):
+        return '(not shown: it holds an @, as user:password@host does)'
+    return repr(shown)

@@ -30,7 +30,9 @@ import sys
 import tempfile
 import time
 
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils import _failure_catalogue, _npu_metrics, _systemd
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils import _failure_catalogue, _json, _npu_metrics, _systemd
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._files import UnreadableFile, read_regular_file
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._numbers import MAX_SECONDS, number_problem
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._npu_smi import (
     NPU_SMI_FALLBACK_PATHS,
     NpuSmiFailure,
@@ -44,6 +46,12 @@ Result = collections.namedtuple('Result', 'argv rc stdout stderr timed_out')
 SHOW_PROPERTIES = ('NRestarts', 'MainPID', 'ActiveState')
 # Status of a command that could not be started (as a shell reports a missing command).
 NOT_FOUND_RC = 127
+# The journal state is a few hundred bytes (a cursor, a count per catalogue entry): a larger file is no state of ours.
+MAX_STATE_BYTES = 1 << 16
+# The most journal lines a run reads (role monitoring's monitoring_exporter_max_journal_lines takes as many).
+MAX_JOURNAL_LINES = 1000000
+# journalctl's cursors are about 150 characters (s=...;i=...;b=...;m=...;t=...;x=...).
+MAX_CURSOR_CHARS = 1024
 
 
 def run_command(argv, timeout):
@@ -106,16 +114,49 @@ def read_service(options, run, warn):
     return show, resident
 
 
+def state_problem(data):
+    """Why the parsed journal state ``data`` cannot be used, beyond what _npu_metrics.load_state checks (its version,
+    unit and counts), None when it can: the cursor None or a journal cursor (text, one line), the start time and the
+    line count whole numbers of 0 or more. A cursor of another type would end every run in a traceback before the
+    metrics are written, and the same state would stay for the next run."""
+    if not isinstance(data, dict):
+        return None  # load_state says what it is
+    cursor = data.get('cursor')
+    if cursor is not None and (not isinstance(cursor, str) or not cursor or len(cursor) > MAX_CURSOR_CHARS
+                               or any(ord(char) < 32 or ord(char) == 127 for char in cursor)):
+        return 'its cursor %s is not a journal cursor' % _shown(cursor)
+    for key in ('since', 'lines'):
+        value = data.get(key)
+        if value is not None and (not isinstance(value, int) or isinstance(value, bool) or not 0 <= value < 2 ** 63):
+            return 'its %s %s is not a whole number of 0 or more' % (key, _shown(value))
+    return None
+
+
+def _shown(value):
+    text = json.dumps(value)
+    return text if len(text) <= 80 else text[:80] + '...'
+
+
 def read_state(path, unit, now, warn):
+    """The journal state of the last run, read as the collection reads any file it is given (_files: a regular file
+    only, never a FIFO or a device, at most MAX_STATE_BYTES, JSON without NaN or deep nesting); the state of a first
+    run (counting from ``now``) when there is none, and also, with a warning, when it cannot be read or used: the
+    metrics are still written, and the next run goes on from the state this one writes."""
     entries = _failure_catalogue.ENTRIES
+    data = None
     try:
-        with open(path, encoding='utf-8') as handle:
-            data = json.load(handle)
-    except FileNotFoundError:
+        raw = read_regular_file(path, MAX_STATE_BYTES, 'a journal state')
+        data = None if raw is None else _json.loads(raw)
+    except UnreadableFile as error:
+        problem = error.reason
+    except _json.JsonError as error:
+        problem = 'not JSON: %s' % error
+    else:
+        # A file holding null is no missing file: it says so like any other unusable state.
+        problem = 'it holds null' if raw is not None and data is None else state_problem(data)
+    if problem:
+        warn('journal state %s cannot be used (%s); the counters start again from now' % (path, problem))
         data = None
-    except (OSError, ValueError) as error:
-        warn('journal state %s cannot be read (%s)' % (path, error))
-        data = {}
     return _npu_metrics.load_state(data, unit, now, entries, warn)
 
 
@@ -175,8 +216,13 @@ def parse_args(argv):
         options.unit = _systemd.service_unit(options.unit)
     except ValueError as error:
         parser.error(str(error))
-    if options.max_journal_lines < 1 or options.timeout <= 0:
-        parser.error('--max-journal-lines must be 1 or more and --timeout more than 0')
+    # NaN passes every comparison and reaches subprocess's time limit; _numbers refuses it, infinity and overflow.
+    problems = [problem for problem in (
+        number_problem('--timeout', options.timeout, above=0, maximum=MAX_SECONDS),
+        number_problem('--max-journal-lines', options.max_journal_lines, minimum=1, maximum=MAX_JOURNAL_LINES,
+                       integer=True)) if problem]
+    if problems:
+        parser.error('; '.join(problems))
     return options
 
 
@@ -189,10 +235,13 @@ def main(argv=None, run=run_command, clock=time.time, stderr=None):
     count = len(warnings.messages) + warnings.dropped
     warnings.emit(lambda message: stderr.write('warning: %s\n' % message))
     text = _npu_metrics.render(families + _npu_metrics.exporter_families(npu_up, count))
-    try:
-        write_atomically(options.state, json.dumps(state, sort_keys=True) + '\n')
-        write_atomically(options.output, text)
-    except OSError as error:
-        stderr.write('error: cannot write %s: %s\n' % (getattr(error, 'filename', None) or options.output, error))
-        return 1
-    return 0
+    rc = 0
+    # The state first, so that the counts written are never ahead of it; a state that cannot be written (its path a
+    # directory, say) costs the next run's counts, never this run's metrics.
+    for path, content in ((options.state, json.dumps(state, sort_keys=True) + '\n'), (options.output, text)):
+        try:
+            write_atomically(path, content)
+        except OSError as error:
+            stderr.write('error: cannot write %s: %s\n' % (path, error))
+            rc = 1
+    return rc

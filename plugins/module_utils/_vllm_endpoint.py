@@ -27,16 +27,31 @@ import time
 from urllib.parse import urlsplit
 
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils import _json
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._numbers import MAX_SECONDS, number_problem
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._secrets import shown_url
 
 # Bytes of an answer that are read; an answer longer than this is cut (and then fails to parse as JSON).
 MAX_BODY_BYTES = 1024 * 1024
 # Characters of an answer's body quoted in an error.
 QUOTED_BODY_CHARS = 300
-# What a masked secret reads as (the text Ansible puts for no_log values).
 USER_AGENT = 'kunpeng_ascend.vllm-endpoint-check'
 
 # The stages in the order they run; chat and unauthorized only when asked.
 STAGES = ('health', 'models', 'completion', 'chat', 'unauthorized')
+
+# The most tokens a completion of the check may ask for, and the most journal lines a failure may quote: beyond, the
+# answer or the result would be larger than a check needs (and a huge number reaches vLLM or journalctl as it is).
+MAX_TOKENS = 1 << 20
+MAX_JOURNAL_LINES = 100000
+# Every numeric option of vllm_endpoint_check with the range number_problem checks it against: time limits finite
+# and at most MAX_SECONDS (time.sleep, threading.Timer and the socket overflow beyond, or wait for ever).
+NUMBER_OPTIONS = (
+    ('timeout', dict(minimum=1, maximum=MAX_SECONDS, integer=True)),
+    ('interval', dict(above=0, maximum=MAX_SECONDS)),
+    ('request_timeout', dict(above=0, maximum=MAX_SECONDS)),
+    ('max_tokens', dict(minimum=1, maximum=MAX_TOKENS, integer=True)),
+    ('journal_lines', dict(minimum=1, maximum=MAX_JOURNAL_LINES, integer=True)),
+)
 
 Response = collections.namedtuple('Response', 'method url status reason body')
 
@@ -87,29 +102,48 @@ def base_url(url):
     """``url`` checked as an endpoint's base (C(http[s]://HOST[:PORT][/PREFIX])), without a trailing slash.
 
     A ValueError names the option ``url`` and what it accepts: an other scheme, no host, a bad port, credentials
-    (they would show in messages), a query or a fragment.
+    (an @ anywhere: this check takes none, and the message shows no password), a query or a fragment.
     """
-    try:
-        parts = urlsplit(url)
-        port = parts.port
-    except ValueError as error:
-        raise ValueError('url: %r is not a URL (%s): give http[s]://HOST[:PORT][/PREFIX]' % (url, error))
+    if not isinstance(url, str):
+        raise ValueError('url: %r is not a URL: give http[s]://HOST[:PORT][/PREFIX]' % (url,))
+    shown = shown_url(url)
     problem = None
-    if parts.scheme not in ('http', 'https'):
-        problem = 'the scheme must be http or https'
-    elif not parts.hostname:
-        problem = 'it names no host'
-    elif parts.username is not None or parts.password is not None:
-        problem = 'it holds credentials: give the API key as api_key'
-    elif parts.query or parts.fragment or url.rstrip().endswith(('?', '#')):
-        problem = 'it has a query or a fragment'
-    elif any(ord(char) < 33 or ord(char) == 127 for char in url):
+    if any(ord(char) < 33 or ord(char) == 127 for char in url):
+        # urlsplit drops tabs and line breaks, so that the URL it reads is not the one given.
         problem = 'it holds a space or a control character'
+    elif '@' in url:
+        # An @ is credentials (user:password@host) in any spelling, also those urlsplit reads otherwise (a password
+        # with a /, whose part before it then stands in urlsplit's port error); an endpoint's base needs none.
+        problem = 'it holds credentials (user:password@): give the API key as api_key'
+    if problem is None:
+        try:
+            parts = urlsplit(url)
+            port = parts.port
+        except ValueError as error:
+            raise ValueError('url: %s is not a URL (%s): give http[s]://HOST[:PORT][/PREFIX]' % (shown, error))
+        if parts.scheme not in ('http', 'https'):
+            problem = 'the scheme must be http or https'
+        elif not parts.hostname:
+            problem = 'it names no host'
+        elif parts.query or parts.fragment or url.rstrip().endswith(('?', '#')):
+            problem = 'it has a query or a fragment'
     if problem:
-        raise ValueError('url: %r is not usable (%s): give http[s]://HOST[:PORT][/PREFIX]' % (url, problem))
+        raise ValueError('url: %s is not usable (%s): give http[s]://HOST[:PORT][/PREFIX]' % (shown, problem))
     if port == 0:
-        raise ValueError('url: %r has port 0: give http[s]://HOST[:PORT][/PREFIX]' % url)
+        raise ValueError('url: %s has port 0: give http[s]://HOST[:PORT][/PREFIX]' % shown)
     return url.rstrip('/')
+
+
+def option_problems(values):
+    """What is wrong with the numeric options of vllm_endpoint_check in ``values`` (a dict by option name; those
+    absent or None are not checked), each naming its option and the range it takes."""
+    problems = []
+    for option, bounds in NUMBER_OPTIONS:
+        if values.get(option) is not None:
+            problem = number_problem(option, values[option], **bounds)
+            if problem:
+                problems.append(problem)
+    return problems
 
 
 def endpoint(base, path):
@@ -326,6 +360,12 @@ class EndpointCheck:
             raise ValueError('api_key holds a blank, a line break or another character an HTTP header cannot carry; '
                              'the key is not shown: check the key file or variable it came from')
         self.api_key = api_key or None
+        # NaN, infinity or a huge number would reach time.sleep, threading.Timer and the socket (a traceback, or a
+        # wait without end): refused here, the lowest level, whoever builds the check.
+        problems = option_problems(dict(timeout=timeout, interval=interval, request_timeout=request_timeout,
+                                        max_tokens=max_tokens))
+        if problems:
+            raise ValueError('; '.join(problems))
         self.timeout = timeout
         self.interval = interval
         self.request_timeout = request_timeout

@@ -53,6 +53,8 @@ options:
       - Base URL of the endpoint, C(http[s]://HOST[:PORT][/PREFIX]); the paths C(/health) and C(/v1/...) are added
         to it.
       - Proxies from the environment are not used.
+      - A URL with credentials (C(user:password@), an C(@) anywhere) is refused without showing them; give the
+        key as O(api_key).
     type: str
     default: http://127.0.0.1:8000
   api_key:
@@ -69,17 +71,19 @@ options:
     description:
       - Seconds all the stages together may take.
       - A large model takes minutes to load; the default suits one that loads in under ten.
+      - 1 to 31622400 (a year).
     type: int
     default: 600
   interval:
     description:
-      - Seconds between two tries of a stage.
+      - Seconds between two tries of a stage, above 0 and at most a year (31622400); finite.
     type: float
     default: 2
   request_timeout:
     description:
       - Seconds one request may wait for the connection and for each read of its answer (never beyond the
         deadline of O(timeout)).
+      - Above 0 and at most a year (31622400); finite.
     type: float
     default: 60
   prompt:
@@ -89,7 +93,7 @@ options:
     default: Hello
   max_tokens:
     description:
-      - Tokens the completion may generate.
+      - Tokens the completion may generate, 1 to 1048576.
     type: int
     default: 8
   chat:
@@ -125,7 +129,7 @@ options:
     type: str
   journal_lines:
     description:
-      - Lines of the unit's journal a failure reports (with O(unit)).
+      - Lines of the unit's journal a failure reports (with O(unit)), 1 to 100000.
     type: int
     default: 30
 requirements:
@@ -250,12 +254,13 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils import _systemd
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._command import CommandRunner
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._failure_catalogue import describe, explain
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._secrets import mask
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._secrets import mask, url_secrets
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._vllm_endpoint import (
     EndpointCheck,
     Refused,
     StageFailed,
     describe_unit,
+    option_problems,
     ssl_context,
     unit_is_down,
 )
@@ -344,13 +349,12 @@ def main(clock=time.monotonic, sleep=time.sleep):
         supports_check_mode=True,
     )
     params = module.params
+    # A password in the URL (refused below) is masked by Ansible everywhere, the invocation's arguments included.
+    module.no_log_values.update(url_secrets(params['url']))
     key = params['api_key']
-    for option in ('timeout', 'max_tokens', 'journal_lines'):
-        if params[option] < 1:
-            module.fail_json(msg='%s must be at least 1, not %d' % (option, params[option]))
-    for option in ('interval', 'request_timeout'):
-        if params[option] <= 0:
-            module.fail_json(msg='%s must be above 0 seconds, not %s' % (option, params[option]))
+    problems = option_problems(params)
+    if problems:
+        module.fail_json(msg='; '.join(problems))
     if not params['served_model_name'].strip():
         module.fail_json(msg='served_model_name must not be empty')
     if params['unit'] is not None and not params['unit'].strip():

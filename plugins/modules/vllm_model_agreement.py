@@ -51,7 +51,8 @@ options:
     required: true
     suboptions: &endpoint
       url:
-        description: The endpoint's base URL, C(http[s]://HOST[:PORT]), without C(/v1).
+        description: The endpoint's base URL, C(http[s]://HOST[:PORT]), without C(/v1); a URL with credentials
+          (C(user:password@), an C(@) anywhere) is refused without showing them (give the key as C(api_key)).
         type: str
         required: true
       served_model_name:
@@ -77,20 +78,23 @@ options:
     description: A file on the managed host with one prompt per line (blank lines skipped, C(\n) for a line break).
     type: path
   max_tokens:
-    description: Tokens each prompt's greedy continuation has; prompt and continuation must fit both contexts.
+    description: Tokens each prompt's greedy continuation has, 1 to 4096; prompt and continuation must fit both
+      contexts.
     type: int
     default: 32
   min_top1_agreement:
-    description: The least share (0 to 1) of positions where both models pick the same top-1 token; null skips it.
+    description: The least share (0 to 1, a finite number) of positions where both models pick the same top-1 token;
+      null skips it.
     type: float
     default: 0.9
   max_mean_abs_logprob_diff:
-    description: The most mean absolute log-probability difference per token, nats; null skips it.
+    description: The most mean absolute log-probability difference per token, nats (a finite number, 0 to 100); null
+      skips it.
     type: float
     default: 0.15
   min_first_divergence:
-    description: The earliest token at which a free greedy generation may leave the reference's; null (default) only
-      reports it.
+    description: The earliest token (0 to O(max_tokens)) at which a free greedy generation may leave the reference's;
+      null (default) only reports it.
     type: int
   candidate_digest:
     description: The SHA-256 of the candidate's model manifest; given, the result becomes its quality record.
@@ -103,7 +107,7 @@ options:
     type: path
     default: /var/lib/kunpeng_ascend/model_quality
   request_timeout:
-    description: Seconds each request may take.
+    description: Seconds each request may take, above 0 and at most a year (31622400).
     type: float
     default: 120
 notes:
@@ -178,7 +182,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils import _agreement, _json
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._atomic_write import write_atomically
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._files import UnreadableFile, read_regular_file
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._secrets import mask
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._secrets import mask, url_secrets
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._vllm_endpoint import (
     NotYet,
     answered,
@@ -262,12 +266,14 @@ def main(clock=time.monotonic):
         supports_check_mode=True,
     )
     params = module.params
+    # A password in an endpoint's URL (refused below) is masked by Ansible everywhere, the invocation included.
+    for side in _agreement.SIDES:
+        module.no_log_values.update(url_secrets(params[side]['url']))
     thresholds = dict(min_top1_agreement=params['min_top1_agreement'],
                       max_mean_abs_logprob_diff=params['max_mean_abs_logprob_diff'],
                       min_first_divergence=params['min_first_divergence'])
-    problems = _agreement.threshold_problems(max_tokens=params['max_tokens'], **thresholds)
-    if params['request_timeout'] <= 0:
-        problems.append('request_timeout must be more than 0 seconds, not %s' % params['request_timeout'])
+    problems = _agreement.threshold_problems(max_tokens=params['max_tokens'], request_timeout=params['request_timeout'],
+                                             **thresholds)
     path = None
     for option in ('candidate_digest', 'reference_digest'):
         if params[option] is not None and not _agreement.DIGEST.match(params[option]):
@@ -300,8 +306,11 @@ def main(clock=time.monotonic):
         sides['reference']['digest'] = params['reference_digest']
         sides['candidate']['digest'] = params['candidate_digest']
         applied = dict(thresholds, max_tokens=params['max_tokens'], prompts=len(prompts))
-        text = _agreement.record_text(_agreement.record_of(
-            params['candidate_digest'], status, failures, measures, applied, sides['reference'], sides['candidate']))
+        try:
+            text = _agreement.record_text(_agreement.record_of(
+                params['candidate_digest'], status, failures, measures, applied, sides['reference'], sides['candidate']))
+        except _agreement.AgreementError as error:
+            module.fail_json(msg='the quality record %s: %s' % (path, error.msg))
         try:
             before = read_regular_file(path, _agreement.MAX_RECORD_BYTES, 'a quality record')
         except UnreadableFile as error:

@@ -102,11 +102,13 @@ def test_promtool_catches_a_changed_threshold(promtool, tmp_path):
 
 
 @pytest.mark.parametrize('thresholds, message', [
-    ({'p99_e2e_latency_ms': 0}, 'monitoring_p99_e2e_latency_ms must be a number of milliseconds above 0, not 0'),
+    ({'p99_e2e_latency_ms': 0}, 'monitoring_p99_e2e_latency_ms must be a number of milliseconds above 0 and at most '
+                                '31622400000, not 0'),
     ({'min_npu_utilization_percent': 120}, 'monitoring_min_npu_utilization_percent must be a number above 0 and up to 100'),
     ({'leak_window': '1 hour'}, "monitoring_leak_window must be a Prometheus duration such as 1h, not '1 hour'"),
     ({'restart_loop_restarts': 2.5}, 'monitoring_restart_loop_restarts must be an integer of 1 or more'),
-    ({'min_output_tokens_per_second': '1200'}, "monitoring_min_output_tokens_per_second must be a number above 0, not '1200'"),
+    ({'min_output_tokens_per_second': '1200'}, "monitoring_min_output_tokens_per_second must be a number above 0 and at "
+                                               "most 1000000000, not '1200'"),
     ({'p99': 1}, 'unknown threshold(s) p99'),
 ])
 def test_wrong_thresholds_name_the_variable(thresholds, message):

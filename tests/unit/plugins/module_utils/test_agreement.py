@@ -16,6 +16,7 @@ import json
 import pytest
 
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils import _agreement
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils import _json as json_depth
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._agreement import AgreementError
 from ansible_collections.kunpeng_ascend.vllm.tests.helpers import load_fixture
 
@@ -163,10 +164,12 @@ def test_prompts_from_a_file_and_their_limits():
 def test_threshold_problems_name_the_option():
     assert _agreement.threshold_problems(0.9, 0.15, None, 32) == []
     assert _agreement.threshold_problems(1.5, -1, 40, 0) == [
-        'min_top1_agreement must be between 0 and 1, not 1.5',
-        'max_mean_abs_logprob_diff must be 0 or more (nats), not -1',
-        'max_tokens must be between 1 and 4096, not 0',
-        'min_first_divergence must be between 0 and max_tokens (0), not 40']
+        'min_top1_agreement must be a finite number at least 0 and at most 1; got 1.5',
+        'max_mean_abs_logprob_diff must be a finite number at least 0 and at most 100; got -1',
+        'max_tokens must be a whole number at least 1 and at most 4096; got 0']
+    assert _agreement.threshold_problems(None, None, 40, 32, request_timeout=0) == [
+        'request_timeout must be a finite number above 0 and at most 31622400; got 0',
+        'min_first_divergence must be a whole number at least 0 and at most 32; got 40']
 
 
 def test_the_record_round_trips_and_gates_serving():
@@ -188,6 +191,89 @@ def test_a_failed_missing_or_foreign_record_refuses_serving():
     assert _agreement.parse_record(failed, 'cd' * 32)[1] == ['it is the record of manifest "%s"' % DIGEST]
     assert _agreement.parse_record('{', DIGEST)[1][0].startswith('it is not JSON')
     assert _agreement.parse_record('{"schema": 1}', DIGEST)[1] == ['it is not a record of schema %s' % _agreement.SCHEMA]
+
+
+# Values no threshold or number of a comparison takes: not finite, overflowing (1e400 is infinity once read),
+# booleans, text that is no number, far out of range.
+HOSTILE = [float('nan'), float('inf'), float('-inf'), 1e400, -1e400, 10 ** 400, -10 ** 400, True, 'nan', 'Infinity',
+           'x', [], {}]
+# The keyword of each number threshold_problems checks, with a value it takes.
+USABLE = {'min_top1_agreement': 0.9, 'max_mean_abs_logprob_diff': 0.15, 'min_first_divergence': 4, 'max_tokens': 32,
+          'request_timeout': 120.0}
+
+
+@pytest.mark.parametrize('value', HOSTILE, ids=lambda value: repr(value)[:12])
+@pytest.mark.parametrize('option', sorted(USABLE))
+def test_every_number_of_a_comparison_refuses_what_is_no_usable_number(option, value):
+    problems = _agreement.threshold_problems(**dict(USABLE, **{option: value}))
+    assert len(problems) == 1 and problems[0].startswith(option + ' must be a '), problems
+
+
+@pytest.mark.parametrize('option, value', [('min_top1_agreement', 1.0001), ('max_mean_abs_logprob_diff', -0.01),
+                                           ('max_mean_abs_logprob_diff', 100.5),
+                                           ('max_tokens', 4097), ('min_first_divergence', 33),
+                                           ('request_timeout', 0), ('request_timeout', 366 * 86400 + 1)])
+def test_every_number_of_a_comparison_has_its_range(option, value):
+    assert [problem.split(' must ')[0] for problem in
+            _agreement.threshold_problems(**dict(USABLE, **{option: value}))] == [option]
+
+
+def test_a_nan_threshold_never_passes_a_check():
+    """A NaN threshold compares false with every measure, so verdict() would say PASS: threshold_problems refuses it
+    before, and the record of such a verdict is not written (its reader would refuse it)."""
+    assert _agreement.threshold_problems(float('nan'), None, None, 32)
+    status, _failures = _agreement.verdict(measures_of(0, 1), float('nan'), None)
+    record = _agreement.record_of(DIGEST, status, [], measures_of(0, 1), {'min_top1_agreement': float('nan')}, {}, {})
+    with pytest.raises(AgreementError, match='cannot be written as JSON'):
+        _agreement.record_text(record)
+
+
+def nested(depth):
+    value = 1
+    for _level in range(depth):
+        value = [value]
+    return value
+
+
+def _json_depth():
+    return json_depth.MAX_DEPTH
+
+
+def _record(**changes):
+    record = _agreement.record_of(DIGEST, 'PASS', [], {'top1_agreement': 0.95, 'first_divergence_min': None},
+                                  {'min_top1_agreement': 0.9, 'max_tokens': 32}, {'url': 'http://a:1'}, {'url': 'http://b:2'})
+    record.update(changes)
+    return record
+
+
+@pytest.mark.parametrize('changes', [
+    {'measures': {'top1_agreement': float('nan')}},
+    {'measures': {'mean_abs_logprob_diff': float('inf')}},
+    {'thresholds': {'max_mean_abs_logprob_diff': float('-inf')}},
+    {'status': 'MAYBE'},
+    {'status': None},
+    {'measures': None},
+    {'schema': 'another/1'},
+    {'candidate_digest': '../etc'},
+    {'failures': ('a tuple', 'reads back as a list')},
+    {'measures': {'deep': nested(_json_depth() + 1)}},
+    {'failures': ['x' * _agreement.MAX_RECORD_BYTES]},
+    {'measures': {1: 'a key that reads back as a string'}},
+], ids=repr)
+def test_the_writer_refuses_what_the_reader_refuses(changes):
+    record = _record(**changes)
+    with pytest.raises(AgreementError) as raised:
+        _agreement.record_text(record)
+    assert 'not written' in raised.value.msg or 'cannot be written as JSON' in raised.value.msg
+
+
+@pytest.mark.parametrize('changes', [{}, {'status': 'FAIL', 'failures': ['top-1 agreement 0.1000 is below 0.9']},
+                                     {'measures': {'top1_agreement': 1, 'mean_abs_logprob_diff': 0.0, 'x': -1e300}},
+                                     {'reference': {'url': 'http://a:1', 'digest': None, 'name': 'ü\u2028'}}], ids=repr)
+def test_whatever_is_written_is_read_back_equal(changes):
+    record = _record(**changes)
+    parsed, problems = _agreement.parse_record(_agreement.record_text(record), DIGEST)
+    assert (parsed, problems) == (record, [])
 
 
 @pytest.mark.parametrize('digest', ['../x', 'AB' * 32, 'ab' * 31, None])

@@ -12,9 +12,12 @@ from __future__ import annotations
 import io
 import json
 import os
+import threading
+
+import pytest
 
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils import _npu_metrics, _textfile_exporter
-from ansible_collections.kunpeng_ascend.vllm.tests.helpers import load_fixture
+from ansible_collections.kunpeng_ascend.vllm.tests.helpers import HANG_SECONDS, load_fixture
 from ansible_collections.kunpeng_ascend.vllm.tests.unit.plugins.module_utils.test_npu_metrics import parse_exposition
 
 NPU_SMI = load_fixture('npu-smi-info_910B3_25.0.rc1.b010_8npu_8procs_busy.txt')
@@ -142,3 +145,101 @@ def test_a_unit_with_no_journal_line_yet_is_not_a_journal_failure(tmp_path):
     node = Node(answers(journalctl=lambda argv: (1, '', 'Failed to open journal')))
     rc, _families, warnings = run_once(tmp_path, node, clock=2000.0)
     assert 'failed (rc=1): Failed to open journal); the journal is read from now on' in warnings
+
+
+# ------------------------------------------------------------------------------------------ an unusable state
+
+def _state(**changes):
+    return json.dumps(dict(_npu_metrics.new_state('vllm.service', 500), **dict({'cursor': 's=old'}, **changes))).encode()
+
+
+def _fifo(path):
+    os.mkfifo(str(path))
+
+
+def _directory(path):
+    os.mkdir(str(path))
+    (path / 'x').write_text('{}')
+
+
+def _device(path):
+    os.symlink('/dev/zero', str(path))
+
+
+# Each state file the exporter may find: of another type, garbage, not JSON as the collection reads it, not a file,
+# too large; a cursor, start time or line count of a type the journal reading cannot take. None writes the file as
+# bytes, a function makes it.
+BAD_STATES = {
+    'a number as cursor': _state(cursor=5),
+    'a cursor alone': b'{"cursor": 5}',
+    'a null cursor alone': b'{"cursor": null}',
+    'a list as cursor': _state(cursor=['s=1']),
+    'an empty cursor': _state(cursor=''),
+    'a cursor with a line break': _state(cursor='s=1\n--since=@0'),
+    'a huge cursor': _state(cursor='s' * 5000),
+    'a boolean start time': _state(cursor=None, since=True),
+    'an overflowing start time': b'{"version": 1, "unit": "vllm.service", "cursor": "s=1", "since": 1e400, '
+                                 b'"counts": {}, "lines": 0}',
+    'a negative line count': _state(lines=-1),
+    'a string line count': _state(lines='12'),
+    'NaN': b'{"version": 1, "unit": "vllm.service", "cursor": null, "since": NaN, "counts": {}, "lines": 0}',
+    'an array': b'[]',
+    'null': b'null',
+    'garbage': b'\x00\xff\xfe not json at all',
+    'nested deep': b'[' * 100000 + b']' * 100000,
+    'a huge file': b'{"cursor": "' + b'x' * (_textfile_exporter.MAX_STATE_BYTES + 1) + b'"}',
+    'empty': b'',
+    'a FIFO': _fifo,
+    'a character device': _device,
+    'a directory': _directory,
+}
+
+
+@pytest.mark.parametrize('name', sorted(BAD_STATES))
+def test_an_unusable_state_is_a_warning_and_the_metrics_are_written_from_the_tail(tmp_path, name):
+    state = tmp_path / 'state.json'
+    bad = BAD_STATES[name]
+    if callable(bad):
+        bad(state)
+    else:
+        state.write_bytes(bad)
+    node = Node(answers(journalctl=journal(['EJ0001: Failed to initialize the HCCP process.'], 's=new')))
+    done = []
+    # A FIFO must not block the run (a thread, so that a hang fails the test instead of stopping the suite).
+    worker = threading.Thread(target=lambda: done.append(run_once(tmp_path, node)), daemon=True)
+    worker.start()
+    worker.join(HANG_SECONDS)
+    assert done, 'the exporter hung or raised on %s' % name
+    rc, families, warnings = done[0]
+    assert 'journal state' in warnings, warnings
+    assert 'Traceback' not in warnings
+    # Read from the journal's tail (now), as on a first run, and every family written.
+    assert node.calls[2][2] == '--since=@1000'
+    assert families[_npu_metrics.NPU_SMI_UP]['samples'][0][1] == 1 and _npu_metrics.RESTARTS in families
+    counts = dict((labels['failure'], value) for labels, value, _ts in families[_npu_metrics.FAILURES]['samples'])
+    assert counts['ej0001'] == 1
+    if name == 'a directory':
+        # It cannot be replaced: the run says so (rc 1), and the metrics are written all the same.
+        assert rc == 1 and 'cannot write %s' % state in warnings
+    else:
+        assert rc == 0
+        assert json.loads(state.read_text(encoding='utf-8'))['cursor'] == 's=new'
+
+
+def test_a_usable_state_is_read_on_without_a_warning(tmp_path):
+    (tmp_path / 'state.json').write_bytes(_state(counts={'ej0001': 2}, lines=7))
+    node = Node(answers())
+    rc, families, warnings = run_once(tmp_path, node)
+    assert (rc, warnings, node.calls[2][2]) == (0, '', '--after-cursor=s=old')
+    assert families[_npu_metrics.JOURNAL_LINES]['samples'][0][1] == 7
+
+
+BAD_ARGUMENTS = ([('--timeout', value) for value in ('nan', 'inf', '-inf', '1e400', '0', '-1', str(366 * 86400 + 1))]
+                 + [('--max-journal-lines', value) for value in ('0', '-1', '1000001', '10' * 200, 'nan')])
+
+
+@pytest.mark.parametrize('option, value', BAD_ARGUMENTS)
+def test_an_exporter_argument_that_is_no_usable_number_is_refused_naming_it(option, value, capsys):
+    with pytest.raises(SystemExit) as raised:
+        _textfile_exporter.parse_args(['--output', 'o', '--state', 's', '--unit', 'vllm', option, value])
+    assert raised.value.code == 2 and option in capsys.readouterr().err

@@ -22,12 +22,14 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils import _vllm_endpoint
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._secrets import MASK, mask, shown_url, url_secrets
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._vllm_endpoint import (
     EndpointCheck,
     Refused,
     StageFailed,
     base_url,
     describe_unit,
+    option_problems,
     quote_body,
     unit_is_down,
 )
@@ -473,7 +475,6 @@ def test_base_url_accepts_http_and_https_with_a_prefix(url, base):
     ('ftp://host', 'the scheme must be http or https'),
     ('127.0.0.1:8000', 'the scheme must be http or https'),
     ('http://', 'it names no host'),
-    ('http://user:pw@host:8000', 'it holds credentials: give the API key as api_key'),
     ('http://host:8000/?a=1', 'it has a query or a fragment'),
     ('http://host:8000/#x', 'it has a query or a fragment'),
     ('http://host:8000/a b', 'it holds a space or a control character'),
@@ -483,6 +484,55 @@ def test_base_url_refuses_what_it_cannot_use_naming_the_option(url, problem):
     with pytest.raises(ValueError) as raised:
         base_url(url)
     assert str(raised.value) == 'url: %r is not usable (%s): give http[s]://HOST[:PORT][/PREFIX]' % (url, problem)
+
+
+# A password in every spelling a user may write a URL with credentials: plain, with @ and : in it, percent-encoded,
+# with a blank, a slash or angle brackets (where no URL parser or URL pattern reads it whole), upper-case scheme,
+# https, IPv6, a user name alone, no scheme at all; each password is a word that appears nowhere else.
+CREDENTIALS = [
+    ('http://user:Hunter2pw@host:8000', ['Hunter2pw']),
+    ('http://user:Hu@nt:er2@host:8000', ['Hu@nt:er2']),
+    ('http://user:Hu%40nt%3Aer2@host:8000', ['Hu%40nt%3Aer2', 'Hu@nt:er2']),
+    ('HTTPS://user:Hunter2pw@[::1]:8443/v1', ['Hunter2pw']),
+    ('http://user:Hun ter2@host:8000', ['Hun ter2', 'Hun', 'ter2']),
+    ('http://user:Hun/ter2@host:8000', ['Hun/ter2', 'Hun']),
+    ('http://user:Hun<ter2>@host:8000', ['Hun<ter2>']),
+    ('http://:Hunter2pw@host:8000', ['Hunter2pw']),
+    ('http://Hunter2user@host:8000', []),
+    ('http://user:Hunter2pw@host:99999', ['Hunter2pw']),
+    ('http://user:Hunter2pw@host:8000/x?y#z', ['Hunter2pw']),
+    ('ftp://user:Hunter2pw@host', ['Hunter2pw']),
+    ('user:Hunter2pw@host:8000', ['Hunter2pw']),
+    ('http://user:Hunter2pw@host:8000\n', ['Hunter2pw']),
+]
+
+
+@pytest.mark.parametrize('url, secrets', CREDENTIALS)
+def test_base_url_refuses_credentials_without_showing_them(url, secrets):
+    with pytest.raises(ValueError) as raised:
+        base_url(url)
+    message = str(raised.value)
+    assert message.startswith('url: ') and 'give http[s]://HOST[:PORT][/PREFIX]' in message
+    for secret in secrets:
+        assert secret not in message, message
+
+
+@pytest.mark.parametrize('url, secrets', CREDENTIALS)
+def test_url_secrets_are_what_a_module_masks(url, secrets):
+    """Masking the url_passwords of a URL leaves none of its password parts, whatever the spelling."""
+    masked = mask(url, *url_secrets(url))
+    assert not [secret for secret in secrets if secret in masked], masked
+    shown = shown_url(url)
+    assert not [secret for secret in secrets if secret in shown], shown
+
+
+def test_shown_url_quotes_a_url_without_credentials_as_given():
+    assert shown_url('http://host:8000/v1') == "'http://host:8000/v1'"
+    assert shown_url('http://user:pw@host:8000') == "'http://%s@host:8000'" % MASK
+    assert shown_url('admin:pw@host:9090') == "'admin:%s@host:9090'" % MASK
+    # An @ that no rule reads as the end of credentials: nothing of the text is quoted.
+    assert shown_url('http://host/Hunter2@x') == '(not shown: it holds an @, as user:password@host does)'
+    assert url_secrets(8000) == [] and url_secrets('http://host:8000') == []
 
 
 @pytest.mark.parametrize('url', ['http://host:99999', 'http://host:port'])
@@ -564,3 +614,42 @@ def test_a_key_no_header_can_carry_is_refused_without_showing_it(key):
     with pytest.raises(ValueError) as raised:
         EndpointCheck('http://127.0.0.1:1', 'tiny', api_key=key)
     assert 'secret' not in str(raised.value) and 'api_key' in str(raised.value)
+
+
+# ------------------------------------------------------------------------------------------------------- numbers
+
+# Numbers no option takes: not finite, overflowing (1e400 is infinity once read), out of any range, booleans, text.
+HOSTILE_NUMBERS = [float('nan'), float('inf'), float('-inf'), 1e400, -1e400, 10 ** 400, -1, True, False, 'nan', 'inf',
+                   '1e400', 'ten', None]
+
+
+@pytest.mark.parametrize('value', HOSTILE_NUMBERS, ids=lambda value: repr(value)[:12])
+@pytest.mark.parametrize('option', [option for option, _bounds in _vllm_endpoint.NUMBER_OPTIONS])
+def test_every_numeric_option_refuses_what_is_no_usable_number(option, value):
+    problems = option_problems({option: value})
+    if value is None:
+        assert problems == []  # an option left out is the caller's default
+    else:
+        assert len(problems) == 1 and problems[0].startswith(option + ' must be a '), problems
+
+
+@pytest.mark.parametrize('option, too_large', [('timeout', _vllm_endpoint.MAX_SECONDS + 1),
+                                               ('interval', _vllm_endpoint.MAX_SECONDS + 0.5),
+                                               ('request_timeout', 1e300),
+                                               ('max_tokens', _vllm_endpoint.MAX_TOKENS + 1),
+                                               ('journal_lines', _vllm_endpoint.MAX_JOURNAL_LINES + 1)])
+def test_every_numeric_option_has_an_upper_bound(option, too_large):
+    assert 'at most' in option_problems({option: too_large})[0]
+
+
+def test_the_numbers_of_a_usable_check_pass():
+    assert option_problems({'timeout': 600, 'interval': 0.5, 'request_timeout': 60.0, 'max_tokens': 8,
+                            'journal_lines': 30}) == []
+
+
+@pytest.mark.parametrize('option', ['timeout', 'interval', 'request_timeout', 'max_tokens'])
+@pytest.mark.parametrize('value', [float('nan'), float('inf'), 1e400, -1.0], ids=repr)
+def test_the_check_itself_refuses_a_number_it_cannot_wait_with(clock, option, value):
+    """Whoever builds the check: NaN, infinity or a huge time never reach time.sleep, the watchdog or the socket."""
+    with pytest.raises(ValueError, match='^%s must be a ' % option):
+        make_check('http://127.0.0.1:1', clock, **{option: value})

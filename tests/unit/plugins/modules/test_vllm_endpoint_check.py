@@ -17,9 +17,12 @@ import json
 import pytest
 
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._failure_catalogue import ENTRIES
+from ansible.module_utils.testing import patch_module_args
+
 from ansible_collections.kunpeng_ascend.vllm.plugins.modules import vllm_endpoint_check
 from ansible_collections.kunpeng_ascend.vllm.tests.helpers import PARSABLE_LOCALE, TIMEOUT, ExitJson, FailJson, run_main
 from ansible_collections.kunpeng_ascend.vllm.tests.unit.plugins.module_utils.test_vllm_endpoint import (
+    CREDENTIALS,
     KEY,
     MODEL,
     Answer,
@@ -190,11 +193,15 @@ def test_unit_tools_missing_or_failing_never_fail_the_module_themselves(vllm, ho
 @pytest.mark.parametrize('args, msg', [
     ({'url': 'ftp://h'}, "url: 'ftp://h' is not usable (the scheme must be http or https): give "
                          "http[s]://HOST[:PORT][/PREFIX]"),
-    ({'timeout': 0}, 'timeout must be at least 1, not 0'),
-    ({'max_tokens': 0}, 'max_tokens must be at least 1, not 0'),
-    ({'journal_lines': 0}, 'journal_lines must be at least 1, not 0'),
-    ({'interval': 0}, 'interval must be above 0 seconds, not 0.0'),
-    ({'request_timeout': -1}, 'request_timeout must be above 0 seconds, not -1.0'),
+    ({'timeout': 0}, 'timeout must be a whole number at least 1 and at most 31622400; got 0'),
+    ({'max_tokens': 0}, 'max_tokens must be a whole number at least 1 and at most 1048576; got 0'),
+    ({'journal_lines': 0}, 'journal_lines must be a whole number at least 1 and at most 100000; got 0'),
+    ({'interval': 0}, 'interval must be a finite number above 0 and at most 31622400; got 0.0'),
+    ({'request_timeout': -1}, 'request_timeout must be a finite number above 0 and at most 31622400; got -1.0'),
+    ({'interval': 'nan'}, 'interval must be a finite number above 0 and at most 31622400; got nan'),
+    ({'request_timeout': 'inf'}, 'request_timeout must be a finite number above 0 and at most 31622400; got inf'),
+    ({'interval': '1e400'}, 'interval must be a finite number above 0 and at most 31622400; got inf'),
+    ({'timeout': 10 ** 30}, 'timeout must be a whole number at least 1 and at most 31622400; got %d' % 10 ** 30),
     ({'served_model_name': ' '}, 'served_model_name must not be empty'),
     ({'unit': ''}, 'unit must not be empty: leave it out, or name the service unit'),
     ({'expect_unauthorized': True}, 'expect_unauthorized is True but all of the following are missing: api_key'),
@@ -205,3 +212,27 @@ def test_bad_options_fail_naming_the_option(host, args, msg):
     result = run_module(dict({'served_model_name': MODEL}, **args), FailJson)
     assert result['msg'] == msg
     assert host.commands() == []
+
+
+# ------------------------------------------------------------------------------------------------ URL credentials
+
+def module_output(main, args, capsys):
+    """What ``main`` prints as Ansible's real exit_json / fail_json print it (no fake host: the invocation's
+    arguments and Ansible's own masking of no-log values included), as text and as the parsed result."""
+    capsys.readouterr()
+    with patch_module_args(args):
+        with pytest.raises(SystemExit):
+            main()
+    printed = capsys.readouterr()
+    return printed.out + printed.err, json.loads(printed.out)
+
+
+@pytest.mark.parametrize('url, secrets', CREDENTIALS)
+def test_a_url_with_credentials_is_refused_and_its_password_is_nowhere_in_the_output(capsys, url, secrets):
+    """The whole output, the invocation's module_args among it: Ansible shows url there unless its password is a
+    no-log value."""
+    text, result = module_output(vllm_endpoint_check.main, {'url': url, 'served_model_name': MODEL}, capsys)
+    assert result['failed'] is True and result['msg'].startswith('url: ')
+    assert 'url' in result['invocation']['module_args']
+    for secret in secrets:
+        assert secret not in text, text

@@ -17,8 +17,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from ansible_collections.kunpeng_ascend.vllm.plugins.modules import vllm_model_agreement
+from ansible_collections.kunpeng_ascend.vllm.plugins.modules import model_quality_info, vllm_model_agreement
 from ansible_collections.kunpeng_ascend.vllm.tests.helpers import ExitJson, FailJson, load_fixture, run_main
+from ansible_collections.kunpeng_ascend.vllm.tests.unit.plugins.module_utils.test_vllm_endpoint import CREDENTIALS
+from ansible_collections.kunpeng_ascend.vllm.tests.unit.plugins.modules.test_vllm_endpoint_check import module_output
 
 KEY = 'sk-agreement-test-key'
 DIGEST = '5f' * 32
@@ -120,6 +122,54 @@ def test_an_endpoint_refusing_the_request_fails_the_module_naming_it(fake_host, 
 def test_bad_inputs_are_named_before_any_request(fake_host, servers):
     reference = servers(0)
     result = run(args_for(reference, reference, candidate_digest='../etc', min_top1_agreement=2.0), FailJson)
-    assert result['msg'] == ('min_top1_agreement must be between 0 and 1, not 2.0; candidate_digest must be a SHA-256 '
+    assert result['msg'] == ('min_top1_agreement must be a finite number at least 0 and at most 1; got 2.0; candidate_digest must be a SHA-256 '
                              "(64 lowercase hex digits), the manifest_sha256 that model_manifest returns, not '../etc'")
     assert reference.requests == []
+
+
+@pytest.mark.parametrize('side', ['reference', 'candidate'])
+@pytest.mark.parametrize('url, secrets', CREDENTIALS)
+def test_a_url_with_credentials_is_refused_and_its_password_is_nowhere_in_the_output(capsys, side, url, secrets):
+    args = {'reference': {'url': 'http://127.0.0.1:1', 'served_model_name': 'float'},
+            'candidate': {'url': 'http://127.0.0.1:2', 'served_model_name': 'w8a8'}}
+    args[side]['url'] = url
+    text, result = module_output(vllm_model_agreement.main, args, capsys)
+    assert result['failed'] is True and result['msg'].startswith('%s.url: ' % side)
+    assert result['invocation']['module_args'][side]['served_model_name']
+    for secret in secrets:
+        assert secret not in text, text
+
+
+@pytest.mark.parametrize('option, value', [
+    ('min_top1_agreement', 'nan'), ('min_top1_agreement', 'inf'), ('min_top1_agreement', '1e400'),
+    ('max_mean_abs_logprob_diff', 'nan'), ('max_mean_abs_logprob_diff', '-inf'), ('max_mean_abs_logprob_diff', 1e400),
+    ('request_timeout', 'nan'), ('request_timeout', 'inf'), ('request_timeout', 1e400), ('request_timeout', 0),
+    ('max_tokens', 10 ** 30), ('min_first_divergence', -1),
+])
+def test_a_number_that_is_no_usable_number_fails_before_any_request(fake_host, servers, tmp_path, option, value):
+    """NaN compared with a measure is never a failure: a NaN threshold would PASS and write a record that
+    model_quality_info refuses. Nothing is asked nor written."""
+    reference, candidate = servers(0), servers(0)
+    (tmp_path / 'records').mkdir()
+    result = run(args_for(reference, candidate, candidate_digest=DIGEST, record_dir=str(tmp_path / 'records'),
+                          **{option: value}), FailJson)
+    assert result['msg'].startswith(option + ' must be a '), result['msg']
+    assert reference.requests == candidate.requests == [] and os.listdir(str(tmp_path / 'records')) == []
+
+
+@pytest.mark.parametrize('thresholds', [{}, {'min_top1_agreement': 1, 'max_mean_abs_logprob_diff': 0,
+                                             'min_first_divergence': 4}], ids=repr)
+def test_the_record_written_is_the_one_model_quality_info_reads(fake_host, servers, tmp_path, thresholds):
+    """The round trip through the collection's own reader: what the module writes is read back equal, and serves."""
+    (tmp_path / 'model').mkdir()
+    (tmp_path / 'model' / 'config.json').write_text('{"quantization_config": {"quant_method": "w8a8"}}')
+    written = run(args_for(servers(0), servers(0), candidate_digest=DIGEST, record_dir=str(tmp_path / 'records'),
+                           **thresholds))
+    with open(written['agreement']['record']) as handle:
+        on_disk = json.load(handle)
+    read = run_main(model_quality_info.main, {'path': str(tmp_path / 'model'), 'digest': DIGEST,
+                                              'record_dir': str(tmp_path / 'records')})
+    assert read['record'] == on_disk and read['serving_problems'] == []
+    assert read['record']['thresholds'] == dict({'min_top1_agreement': 0.9, 'max_mean_abs_logprob_diff': 0.15,
+                                                 'min_first_divergence': None, 'max_tokens': 4, 'prompts': 1},
+                                                **thresholds)

@@ -165,6 +165,7 @@ from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._engine_config
     merge_containerd_toml,
     merge_daemon_json,
 )
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._files import UnreadableFile, read_regular_file
 
 DEFAULT_PATHS = {'docker': '/etc/docker/daemon.json', 'containerd': '/etc/containerd/config.toml'}
 # Larger configuration files are refused rather than read into memory.
@@ -173,17 +174,14 @@ MAX_BYTES = 4 * 1024 * 1024
 
 def read_config(path):
     """The file's text ('' when it does not exist); ConfigError when it is no readable regular UTF-8 file."""
-    if not os.path.lexists(path):
-        return ''
-    if not os.path.isfile(path):
-        raise ConfigError('%s is not a regular file: move it away or give another path' % path)
-    if os.path.getsize(path) > MAX_BYTES:
-        raise ConfigError('%s is larger than %d bytes, which no engine configuration is: check it' % (path, MAX_BYTES))
     try:
-        with open(path, 'rb') as handle:
-            data = handle.read()
-    except (IOError, OSError) as error:
-        raise ConfigError('%s cannot be read: %s' % (path, to_native(error)))
+        data = read_regular_file(path, MAX_BYTES, 'an engine configuration')
+    except UnreadableFile as error:
+        if error.reason.endswith(', not a regular file'):
+            raise ConfigError('%s is not a regular file: move it away or give another path' % path)
+        raise ConfigError('%s: %s: check it; it was left unchanged' % (path, error.reason))
+    if data is None:
+        return ''
     try:
         return data.decode('utf-8')
     except UnicodeDecodeError as error:

@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 
 import pytest
 
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils import _toml
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._engine_config import ConfigError
 from ansible_collections.kunpeng_ascend.vllm.plugins.modules import container_engine_config
 from ansible_collections.kunpeng_ascend.vllm.tests.helpers import FailJson, load_fixture, run_main
 
@@ -185,3 +187,18 @@ def test_containerd_version_1_is_refused_unchanged(fake_host):
 def test_bad_options_fail_naming_them(fake_host, args, message):
     result = run_module(dict({'path': fake_host.path('/etc/docker/daemon.json')}, **args), FailJson)
     assert result['msg'] == message
+
+
+@pytest.mark.parametrize('make', ['fifo', 'socket', 'directory'])
+def test_a_configuration_path_that_is_no_regular_file_is_refused_without_blocking(make, tmp_path):
+    path = str(tmp_path / 'daemon.json')
+    if make == 'fifo':
+        os.mkfifo(path)
+    elif make == 'directory':
+        os.mkdir(path)
+    else:
+        sock = socket.socket(socket.AF_UNIX)
+        sock.bind(path)
+    with pytest.raises(ConfigError, match='is not a regular file: move it away or give another path'):
+        container_engine_config.read_config(path)
+    assert container_engine_config.read_config(str(tmp_path / 'absent.json')) == ''

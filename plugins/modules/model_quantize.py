@@ -17,6 +17,14 @@ description:
     C(<output>.partial.*) beside it and renames it into place only when complete, with its C(SHA256SUMS) manifest and
     C(quantize-record.json) (what made it).
   - An output whose record matches the one wanted and whose files match its manifest is kept (not changed).
+  - Nothing the module did not make is replaced. What O(output) names is replaced only when it is an empty directory
+    or a directory holding a C(quantize-record.json) this module wrote (RV(replaces)); a directory without one, a
+    file, a link or anything else there is refused before anything changes, naming what is there.
+  - O(output), O(venv) and O(configs_dir) are judged normalised (C(/usr/bin/..) is C(/usr)) and after their links are
+    resolved; none may be a system directory (C(/), C(/usr), C(/etc), C(/var/lib) and the like) or a home
+    directory, and neither O(venv) nor O(configs_dir) may lie inside O(output).
+  - Every file read (the calibration file, C(config.json), C(quant_model_description.json), the record, the config
+    or runner) must be a regular file of bounded size; a FIFO, a device or a socket is refused, never read.
   - V(msmodelslim) runs C(msmodelslim quant) with O(config) (a config is always given; without one its CLI asks for a
     confirmation on stdin). V(llmcompressor) runs O(runner) with the venv's python.
 author:
@@ -27,7 +35,8 @@ attributes:
   check_mode:
     support: full
     details:
-      - Checks the inputs and predicts a change when the output is missing or stale, without running the backend.
+      - Checks the inputs and predicts a change when the output is missing or stale, without running the backend;
+        RV(replaces) names what the run would replace.
   diff_mode:
     support: full
     details:
@@ -41,7 +50,9 @@ options:
     type: path
     required: true
   output:
-    description: The quantized model directory to make; not inside O(source).
+    description:
+      - The quantized model directory to make; not inside O(source), nor a system or home directory.
+      - Replaced only when it is an empty directory or an output this module made (with its C(quantize-record.json)).
     type: path
     required: true
   backend:
@@ -58,7 +69,9 @@ options:
     type: str
     default: ''
   venv:
-    description: The venv that holds the backend (its C(bin/python), C(bin/msmodelslim)); required unless O(check_only).
+    description:
+      - The venv that holds the backend (its C(bin/python), C(bin/msmodelslim)); required unless O(check_only).
+      - The role installs it, so a system or home directory is refused (in the message as C(model_quantize_venv)).
     type: path
   config:
     description:
@@ -66,12 +79,15 @@ options:
       - Unset, C(msmodelslim-deepseek-w8a8.yaml) (DeepSeek-V2/V3 sources) or C(msmodelslim-w8a8.yaml) in O(configs_dir).
     type: path
   configs_dir:
-    description: Where the role's msModelSlim configs are, for an unset O(config).
+    description:
+      - Where the role's msModelSlim configs are, for an unset O(config) - the role's work directory, which it creates,
+        so a system or home directory is refused (in the message as C(model_quantize_work_dir)).
     type: path
   check_only:
     description:
-      - Check the inputs that need no venv (source, model type, scheme, output path, calibration file when given,
-        free space) and stop, changing nothing; the role runs this before it installs anything.
+      - Check the inputs that need no venv (source, model type, scheme, the paths, what is at the output path, the
+        calibration file when given, the space factor, the time limit, free space) and stop, changing nothing; the
+        role runs this before it installs anything.
     type: bool
     default: false
   runner:
@@ -88,12 +104,15 @@ options:
     type: str
     default: cpu
   space_factor:
-    description: Free space needed on the output's file system, as a multiple of the source's size.
-    type: float
+    description:
+      - Free space needed on the output's file system, as a multiple of the source's size.
+      - A finite number from V(1.0) to V(1e9); NaN, infinity and smaller values (which would turn the check off) are
+        refused.
+    type: raw
     default: 2.0
   timeout:
-    description: Seconds the backend may run.
-    type: int
+    description: Seconds the backend may run, a whole number from V(1) to a year.
+    type: raw
     default: 7200
 """
 
@@ -128,6 +147,14 @@ summary:
   returned: success
   type: dict
   sample: {format: ascend, model_quant_type: W8A8, layers: {FLOAT: 3, W8A8: 14}, float_layers: [lm_head]}
+replaces:
+  description:
+    - The existing O(output) the build replaced (in check mode, would replace) - an empty directory, or an output this
+      module made whose record or files differ from those wanted; moved aside, then removed once the new output is in
+      place. Null when nothing was there or the output was kept.
+  returned: success, unless O(check_only)
+  type: str
+  sample: /data/models/DeepSeek-R1-Distill-Qwen-7B-W8A8
 cmd:
   description: The backend's argv.
   returned: when the backend ran or failed
@@ -157,6 +184,7 @@ from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._model_manifes
     default_workers,
     verify_manifest,
 )
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._paths import normalise
 
 TAIL = 4000
 HINTS = (
@@ -164,11 +192,6 @@ HINTS = (
     ('not in act_stats', 'msModelSlim\'s smoothing does not fit this model: use a config without anti_cfg or smoothing'),
     ('torch_npu', 'the backend wants an NPU: set model_quantize_device to cpu on a host without one'),
 )
-
-
-def _file_sha256(path):
-    with open(path, 'rb') as stream:
-        return q.hashlib.sha256(stream.read()).hexdigest()
 
 
 def _backend_version(module, python, backend):
@@ -194,8 +217,8 @@ def _check_space(source, output, factor):
     parent = os.path.dirname(output) or '.'
     if not os.path.isdir(parent):
         raise q.QuantizeError('the parent directory of model_quantize_output %s does not exist' % output)
-    stat = os.statvfs(parent)
-    q.check_space(stat.f_bavail * stat.f_frsize, q.directory_size(source), factor, output)
+    filesystem = os.statvfs(parent)
+    q.check_space(filesystem.f_bavail * filesystem.f_frsize, q.directory_size(source), factor, output)
 
 
 def main():
@@ -213,32 +236,36 @@ def main():
             runner=dict(type='path'),
             calibration_file=dict(type='path'),
             device=dict(type='str', default='cpu'),
-            space_factor=dict(type='float', default=q.DEFAULT_SPACE_FACTOR),
-            timeout=dict(type='int', default=7200),
+            # Raw, judged by _numbers: Ansible's float and int would turn true into 1 and let NaN through.
+            space_factor=dict(type='raw', default=q.DEFAULT_SPACE_FACTOR),
+            timeout=dict(type='raw', default=7200),
         ),
         required_if=[('check_only', False, ['venv', 'calibration_file']),
                      ('backend', 'msmodelslim', ['config', 'configs_dir'], True)],
         supports_check_mode=True,
     )
     p = module.params
-    source, output = p['source'].rstrip('/'), p['output'].rstrip('/')
+    problems = q.input_problems(p['source'], p['output'], p['venv'], p['configs_dir'], p['space_factor'], p['timeout'],
+                                (('model_quantize_msmodelslim_config', p['config']),
+                                 ('model_quantize_calibration_file', p['calibration_file'])))
+    if problems:
+        module.fail_json(msg='; '.join(problems))
+    source, output = normalise(p['source']), normalise(p['output'])
+    space_factor, timeout = float(p['space_factor']), int(p['timeout'])
     python = os.path.join(p['venv'] or '', 'bin', 'python')
     warnings = []
-    texts = []
     try:
         q.check_scheme(p['backend'], p['scheme'])
         info = q.read_source(source)
         model_type = q.backend_model_type(p['backend'], info, p['model_type'])
         q.check_output_path(source, output)
+        found = q.examine_output(output)
+        texts = q.read_calibration(p['calibration_file']) if p['calibration_file'] else []
         # In check mode the role's built-in set may still be to copy (a user's file was read by check_only before).
-        calibration_missing = bool(p['calibration_file']) and not os.path.exists(p['calibration_file'])
-        if p['calibration_file'] and not (calibration_missing and module.check_mode and not p['check_only']):
-            try:
-                with open(p['calibration_file'], encoding='utf-8') as stream:
-                    texts = q.parse_calibration(stream.read(), p['calibration_file'])
-            except (OSError, UnicodeDecodeError) as error:
-                raise q.QuantizeError('cannot read model_quantize_calibration_file %s: %s'
-                                      % (p['calibration_file'], error)) from None
+        calibration_missing = texts is None
+        if calibration_missing and not (module.check_mode and not p['check_only']):
+            raise q.QuantizeError('cannot read model_quantize_calibration_file %s: does not exist'
+                                  % p['calibration_file'])
         if p['backend'] == 'msmodelslim':
             tool = p['config'] or os.path.join(p['configs_dir'], q.default_msmodelslim_config(info['model_type']))
             what = 'model_quantize_msmodelslim_config'
@@ -249,13 +276,15 @@ def main():
         if tool_missing and (p['config'] or not (p['check_only'] or module.check_mode)):
             raise q.QuantizeError('%s %s is not a file' % (what, tool))
         if p['check_only']:
-            _check_space(source, output, p['space_factor'])
+            _check_space(source, output, space_factor)
             module.exit_json(changed=False, source=info, model_type=model_type)
         if tool_missing or calibration_missing or not os.path.isfile(python):
             if module.check_mode:
                 # The role installs the venv (and its files) in the same run: without them there is no output to keep.
-                module.exit_json(changed=True, output=output, manifest_sha256='', record={}, summary={})
+                module.exit_json(changed=True, output=output, manifest_sha256='', record={}, summary={},
+                                 replaces=q.replaced(output, found, 'stale'))
             raise q.QuantizeError('model_quantize_venv %s has no bin/python' % p['venv'])
+        tool_sha256 = q.file_sha256(tool, what)
     except q.QuantizeError as error:
         module.fail_json(msg=str(error))
 
@@ -268,32 +297,33 @@ def main():
         module.fail_json(msg='cannot hash model_quantize_source %s: %s' % (source, error.msg))
     calibration = q.calibration_jsonl(texts)
     wanted = q.make_record(source_manifest, p['backend'], _backend_version(module, python, p['backend']), p['scheme'],
-                           model_type, _file_sha256(tool), q.sha256_text(calibration), ignore)
+                           model_type, tool_sha256, q.sha256_text(calibration), ignore)
 
-    found, verified, manifest_sha256 = None, False, ''
-    if os.path.isdir(output):
-        try:
-            found = q.read_json_file(os.path.join(output, q.RECORD_NAME), 'the record')
-        except q.QuantizeError:
-            found = None if not os.listdir(output) else {}
+    verified, manifest_sha256 = False, ''
+    if found['kind'] == 'made':
         try:
             manifest_sha256 = verify_manifest(output, os.path.join(output, MANIFEST_NAME), default_cache_path(output),
                                               workers, 'fail', 0, warnings.append, module.check_mode)['manifest_sha256']
             verified = True
         except ManifestError:
             verified = False
-    state = q.output_state(found, wanted, verified)
-    diff = dict(before=q.record_text(found) if found else '', after=q.record_text(wanted))
-    result = dict(output=output, record=wanted, diff=diff if module._diff else {})
+    state = q.output_state(found['record'], wanted, verified)
+    diff = dict(before=q.record_text(found['record']) if found['record'] else '', after=q.record_text(wanted))
+    result = dict(output=output, record=wanted, replaces=q.replaced(output, found, state),
+                  diff=diff if module._diff else {})
     for message in warnings[:20]:
         module.warn(message)
     del warnings[:]
     if state == 'current':
-        module.exit_json(changed=False, manifest_sha256=manifest_sha256, summary=q.summarize(output), **result)
+        try:
+            summary = q.summarize(output)
+        except q.QuantizeError as error:
+            module.fail_json(msg='model_quantize_output %s is not usable: %s' % (output, error))
+        module.exit_json(changed=False, manifest_sha256=manifest_sha256, summary=summary, **result)
 
     parent = os.path.dirname(output) or '.'
     try:
-        _check_space(source, output, p['space_factor'])
+        _check_space(source, output, space_factor)
     except q.QuantizeError as error:
         module.fail_json(msg=str(error))
     if module.check_mode:
@@ -312,7 +342,7 @@ def main():
             cmd = q.llmcompressor_argv(python, tool, source, partial, p['scheme'], calibration_path, ignore)
         locale = get_best_parsable_locale(module)
         started = time.monotonic()
-        rc, out, err = module.run_command(['timeout', str(p['timeout'])] + cmd, data='', binary_data=True, cwd=scratch,
+        rc, out, err = module.run_command(['timeout', str(timeout)] + cmd, data='', binary_data=True, cwd=scratch,
                                           environ_update=dict(LANG=locale, LC_ALL=locale, LC_MESSAGES=locale,
                                                               HF_HUB_OFFLINE='1', TRANSFORMERS_OFFLINE='1'))
         seconds = round(time.monotonic() - started, 1)
@@ -331,13 +361,10 @@ def main():
                                    workers, 0, warnings.append)
         except (q.QuantizeError, ManifestError) as error:
             module.fail_json(msg='the output of %s is not usable: %s' % (p['backend'], error), cmd=cmd)
-        old = None
-        if os.path.lexists(output):
-            old = tempfile.mkdtemp(prefix=os.path.basename(output) + '.old.', dir=parent)
-            os.rename(output, os.path.join(old, 'previous'))
-        os.rename(partial, output)
-        if old:
-            shutil.rmtree(old, ignore_errors=True)
+        try:
+            q.put_in_place(partial, output, found)
+        except (q.QuantizeError, OSError) as error:
+            module.fail_json(msg='cannot put the output in place at model_quantize_output %s: %s' % (output, error))
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
         if os.path.isdir(partial):

@@ -21,7 +21,13 @@ description:
     Only when it passes does O(path) become a link to the new venv; a failure leaves O(path), and the service
     running from it, as they were, and names what pip reported.
   - A real venv found at O(path) (made by an earlier version of the role, or by hand) is moved to
-    C(<path>.d/previous-<time>), never removed; the venv O(path) pointed at before is kept too (RV(previous)).
+    C(<path>.d/previous-<time>), never removed (RV(moved)); the venv O(path) pointed at before is kept too
+    (RV(previous)).
+  - Nothing else at O(path) is ever moved or replaced. A directory that is no venv (no C(pyvenv.cfg) and
+    C(bin/python)), a file or anything else there is refused before anything changes, as is a C(<path>.d) that is no
+    directory, and a folder of it to build the venv in that holds something other than a venv.
+  - O(path) is judged normalised (C(/usr/bin/..) is C(/usr), C(/opt/venv/) is C(/opt/venv)) and after its links are
+    resolved; a system directory (C(/), C(/usr), C(/etc), C(/var/lib) and the like) or a home directory is refused.
   - O(python_range) refuses a Python outside it before anything is created or installed.
 author:
   - kunpeng_ascend.vllm maintainers (@kunpeng-ascend)
@@ -32,7 +38,7 @@ attributes:
     support: full
     details:
       - Check mode reads the Python version and what the venv holds; it reports changed when it would build or
-        switch, with the pins it would install in RV(installed).
+        switch, with the pins it would install in RV(installed), and what it would move aside in RV(moved).
   diff_mode:
     support: none
   platform:
@@ -42,6 +48,7 @@ options:
   path:
     description:
       - Where the service finds its venv (its C(bin/python)); the module manages it as a link.
+      - Nothing, a link or a venv may be there; no system or home directory.
     type: path
     required: true
   python:
@@ -76,7 +83,9 @@ options:
     description: A folder of wheels on the host; pip then installs from it alone (C(--no-index --find-links)).
     type: path
   timeout:
-    description: Seconds each command may take (the install of several GB of wheels among them); V(0) means no limit.
+    description:
+      - Seconds each command may take (the install of several GB of wheels among them), up to a year; V(0) means no
+        limit.
     type: int
     default: 3600
 """
@@ -99,9 +108,25 @@ venv:
   type: str
   sample: /opt/vllm/venv.d/torch-2.10.0-3f2a9c1d0b7e
 previous:
-  description: What O(path) was before when the module switched it (a venv it pointed at, or where a real venv there was moved); null otherwise.
+  description:
+    - What O(path) was before when the module switched (in check mode, would switch) it - a venv it pointed at, or
+      where a real venv there was moved - null otherwise.
   returned: success
   type: str
+moved:
+  description:
+    - The real venv found at O(path) and where it was (in check mode, would be) moved, C(<path>.d/previous-<time>),
+      with the time of the run (of the check, in check mode); it is kept, never removed. Null when nothing was moved.
+  returned: success
+  type: dict
+  contains:
+    src:
+      description: The venv's path, O(path).
+      type: str
+    dest:
+      description: Where it went.
+      type: str
+  sample: {src: /opt/vllm/venv, dest: /opt/vllm/venv.d/previous-20250101T120000}
 python_version:
   description: The version of O(python).
   returned: success
@@ -134,82 +159,17 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._command import CommandRunner, is_executable
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._compatibility import python_in_range
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._pip import (
-    PipError,
-    missing_pins,
-    parse_pin,
-    parse_pip_list,
-    pip_check_problems,
-    present,
-    venv_name,
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._pip import venv_name
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._venv import (
+    Venvs,
+    VenvError,
+    build_problem,
+    examine,
+    is_venv,
+    option_problems,
+    plan_switch,
+    switch,
 )
-
-VERSION_CODE = "import sys; print('%d.%d.%d' % sys.version_info[:3])"
-SITE_CODE = "import sysconfig; print(sysconfig.get_paths()['purelib'])"
-
-
-class Venvs:
-    def __init__(self, module, runner):
-        self.module = module
-        self.runner = runner
-        self.params = module.params
-
-    def run(self, argv, what):
-        result = self.runner.run(argv)
-        if result.rc != 0:
-            self.runner.fail(result, '%s failed%s; %s was left as it was' % (
-                what, ' (it did not end within %d seconds: timeout)' % self.params['timeout'] if result.timed_out else '',
-                self.params['path']))
-        return result
-
-    def python_version(self, python):
-        return self.run([python, '-c', VERSION_CODE], '%s -c (its version)' % python).stdout.strip()
-
-    @staticmethod
-    def is_venv(path):
-        return os.path.isfile(os.path.join(path, 'pyvenv.cfg')) and is_executable(os.path.join(path, 'bin', 'python'))
-
-    def holds(self, venv, version):
-        """(missing pins, packages to remove still present) of an existing venv; everything missing when its Python
-        is another version."""
-        python = os.path.join(venv, 'bin', 'python')
-        if self.python_version(python) != version:
-            return list(self.params['packages']), []
-        listed = self.run([python, '-m', 'pip', 'list', '--format=json', '--disable-pip-version-check'],
-                          'pip list in %s' % venv)
-        try:
-            installed = parse_pip_list(listed.stdout)
-        except PipError as error:
-            self.runner.fail(listed, '%s (in %s)' % (error, venv))
-        return missing_pins(installed, self.params['packages']), present(installed, self.params['remove'])
-
-    def check(self, venv):
-        result = self.runner.run([os.path.join(venv, 'bin', 'python'), '-m', 'pip', 'check',
-                                  '--disable-pip-version-check'])
-        problems = pip_check_problems(result.stdout, self.params['remove'])
-        if result.rc != 0 and not problems and not result.stdout.strip():
-            problems = ['pip check failed without saying why: %s' % (result.stderr.strip() or 'rc %d' % result.rc)]
-        return result, problems
-
-    def site_packages(self, venv):
-        return self.run([os.path.join(venv, 'bin', 'python'), '-c', SITE_CODE], 'reading site-packages').stdout.strip()
-
-
-def switch(path, target, stamp):
-    """Point ``path`` at ``target`` (a link replaced in one rename); a real directory there is moved aside first.
-    Returns what ``path`` was: the old link's target, the place the directory went, or None."""
-    previous = None
-    if os.path.islink(path):
-        previous = os.path.realpath(path)
-    elif os.path.isdir(path):
-        previous = os.path.join(path + '.d', 'previous-%s' % stamp)
-        os.rename(path, previous)
-    temporary = '%s.new-%d' % (path, os.getpid())
-    if os.path.lexists(temporary):
-        os.unlink(temporary)
-    os.symlink(target, temporary)
-    os.rename(temporary, path)
-    return previous
 
 
 def main():
@@ -228,18 +188,22 @@ def main():
         supports_check_mode=True,
     )
     params = module.params
-    path = params['path'].rstrip('/')
-    for pin in params['packages']:
-        try:
-            parse_pin(pin)
-        except ValueError as error:
-            module.fail_json(msg='packages: %s' % error)
-    if not params['packages']:
-        module.fail_json(msg='packages: give at least one pin such as vllm==0.23.0')
+    # One time for the check and the run: where a real venv at the path goes is named after it.
+    stamp = time.strftime('%Y%m%dT%H%M%S')
+    problems = option_problems(params['packages'], params['timeout'])
+    try:
+        found = examine(params['path'])
+    except VenvError as error:
+        found = None
+        problems.append(str(error))
+    if problems or not found:
+        module.fail_json(msg='; '.join(problems))
+    path = found['path']
     if not is_executable(params['python']):
         module.fail_json(msg='%s %s is not an executable file: install that Python or point %s at another'
                          % (params['python_option'], params['python'], params['python_option']))
-    venvs = Venvs(module, CommandRunner(module, params['timeout']))
+    venvs = Venvs(CommandRunner(module, params['timeout']), path, params['packages'], params['remove'],
+                  params['timeout'])
     version = venvs.python_version(params['python'])
     if params['python_range']:
         try:
@@ -251,11 +215,11 @@ def main():
                                  'range; nothing was installed'
                              % (params['python_option'], params['python'], version, params['python_range'],
                                 params['python_range_of'] or 'the packages', params['python_option']))
-    result = dict(changed=False, venv=None, previous=None, python_version=version, installed=[], removed=[],
+    result = dict(changed=False, venv=None, previous=None, moved=None, python_version=version, installed=[], removed=[],
                   switched=False, site_packages=None)
 
-    current = os.path.realpath(path) if os.path.exists(path) else None
-    if current and venvs.is_venv(current):
+    current = found['current']
+    if current and is_venv(current):
         missing, still = venvs.holds(current, version)
         if not missing and not still:
             check, problems = venvs.check(current)
@@ -266,15 +230,22 @@ def main():
             module.exit_json(**result)
 
     target = os.path.join(path + '.d', venv_name(version, params['packages'], params['remove']))
-    missing, still = venvs.holds(target, version) if venvs.is_venv(target) else (list(params['packages']), [])
-    result.update(changed=True, venv=target, installed=missing, removed=still, switched=current != target)
+    problem = build_problem(target)
+    if problem:
+        module.fail_json(msg=problem)
+    missing, still = venvs.holds(target, version) if is_venv(target) else (list(params['packages']), [])
+    # Compared as resolved: a link in the path's parents does not make the venv in use another one.
+    switching = current != os.path.realpath(target)
+    previous, moved = plan_switch(found, stamp) if switching else (None, None)
+    result.update(changed=True, venv=target, installed=missing, removed=still, switched=switching,
+                  previous=previous, moved=moved)
     if module.check_mode:
-        if venvs.is_venv(target):
+        if is_venv(target):
             result['site_packages'] = venvs.site_packages(target)
         module.exit_json(**result)
 
     if missing:
-        if not venvs.is_venv(target):
+        if not is_venv(target):
             os.makedirs(path + '.d', exist_ok=True)
             # --clear: a venv whose creation failed half way (no ensurepip) is made again.
             venvs.run([params['python'], '-m', 'venv', '--clear', target], '%s -m venv %s' % (params['python'], target))
@@ -292,8 +263,11 @@ def main():
     if problems:
         venvs.runner.fail(check, 'pip check in the new venv %s reports: %s %s was not switched to it, so the service '
                           'runs as before; fix the pins (packages) and run again' % (target, '; '.join(problems), path))
-    if current != target:
-        result['previous'] = switch(path, target, time.strftime('%Y%m%dT%H%M%S'))
+    if switching:
+        try:
+            result['previous'], result['moved'] = switch(found, target, stamp)
+        except (VenvError, OSError) as error:
+            module.fail_json(msg='the venv %s is ready, but %s could not be pointed at it: %s' % (target, path, error))
     result['site_packages'] = venvs.site_packages(target)
     module.exit_json(**result)
 

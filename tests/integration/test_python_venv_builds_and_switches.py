@@ -14,6 +14,7 @@ import base64
 import hashlib
 import json
 import os
+import re
 import subprocess
 import sys
 import zipfile
@@ -140,10 +141,68 @@ def test_a_real_venv_at_the_path_that_holds_the_pins_is_used_as_it_is(venv_args)
 def test_a_real_venv_at_the_path_that_lacks_a_pin_is_moved_aside_not_removed(venv_args):
     tmp_path, args = venv_args
     subprocess.run([PYTHON, '-m', 'venv', args['path']], check=True)
+    check = run_main(python_venv.main, dict(args, _ansible_check_mode=True))
+    assert check['moved']['src'] == args['path'] and check['moved']['dest'].startswith(args['path'] + '.d/previous-')
+    assert check['previous'] == check['moved']['dest'] and not os.path.lexists(check['moved']['dest'])
+    assert not os.path.islink(args['path'])
     result = run_main(python_venv.main, args)
     assert result['previous'].startswith(args['path'] + '.d/previous-')
+    assert result['moved'] == dict(src=args['path'], dest=result['previous'])
     assert os.path.isfile(os.path.join(result['previous'], 'pyvenv.cfg'))
     assert os.path.realpath(args['path']) == result['venv']
+    # The check predicted this run but for the time in the name, which is the time of each.
+    assert (check['venv'], check['installed'], check['switched']) == (result['venv'], result['installed'], True)
+
+
+def tree(top):
+    found = set()
+    for root, dirs, files in os.walk(top):
+        found.update(os.path.join(root, name) for name in dirs + files)
+    return found
+
+
+@pytest.mark.parametrize('make, what', [
+    (lambda path: os.makedirs(os.path.join(path, 'data', 'keep')), 'a directory that is no venv'),
+    (os.makedirs, 'a directory that is no venv'),
+    (lambda path: os.makedirs(os.path.dirname(path)) or open(path, 'w').close(), 'a regular file'),
+    (lambda path: os.makedirs(os.path.dirname(path)) or os.mkfifo(path), r'a FIFO \(named pipe\)'),
+])
+@pytest.mark.parametrize('check_mode', [True, False])
+def test_anything_but_a_link_or_a_venv_at_the_path_is_refused_and_left_as_it_was(venv_args, make, what, check_mode):
+    tmp_path, args = venv_args
+    make(args['path'])
+    before = tree(str(tmp_path))
+    failure = run_main(python_venv.main, dict(args, _ansible_check_mode=check_mode), FailJson)
+    assert re.match(r'path %s is %s' % (args['path'], what), failure['msg'])
+    assert 'python_venv replaces only a link or a venv there, so it leaves it as it is' in failure['msg']
+    assert tree(str(tmp_path)) == before
+
+
+@pytest.mark.parametrize('path', ['/', '//', '/usr', '/usr/', '/usr/bin/..', '/./etc', '/etc', '/var/lib/', '/root',
+                                  '/opt/vllm/../..', 'relative/venv', '/opt/venv\nx'])
+@pytest.mark.parametrize('check_mode', [True, False])
+def test_a_system_directory_in_any_spelling_is_refused_before_anything(venv_args, path, check_mode):
+    tmp_path, args = venv_args
+    failure = run_main(python_venv.main, dict(args, path=path, _ansible_check_mode=check_mode), FailJson)
+    assert failure['msg'].startswith('path ')
+    assert re.search('system directory|home directory|must be an absolute path|must not hold control', failure['msg'])
+    assert 'cmd' not in failure       # nothing ran
+
+
+def test_a_link_into_the_system_is_refused(venv_args):
+    tmp_path, args = venv_args
+    os.makedirs(os.path.dirname(args['path']))
+    os.symlink('/usr', args['path'])
+    failure = run_main(python_venv.main, dict(args, _ansible_check_mode=True), FailJson)
+    assert failure['msg'].startswith('path %s resolves to /usr, which is a top-level system directory' % args['path'])
+    assert os.readlink(args['path']) == '/usr'
+
+
+def test_a_path_with_a_trailing_slash_is_the_same_path(venv_args):
+    tmp_path, args = venv_args
+    result = run_main(python_venv.main, dict(args, path=args['path'] + '/'))
+    assert os.path.islink(args['path']) and os.path.dirname(result['venv']) == args['path'] + '.d'
+    assert run_main(python_venv.main, args)['changed'] is False
 
 
 def test_a_python_outside_the_rows_range_is_refused_before_anything(venv_args):
@@ -163,3 +222,20 @@ def test_a_pin_of_another_form_is_refused(venv_args):
     tmp_path, args = venv_args
     failure = run_main(python_venv.main, dict(args, packages=['torch>=2.10']), FailJson)
     assert failure['msg'] == "packages: 'torch>=2.10' is not a pin such as vllm==0.23.0"
+
+
+def test_a_venv_repaired_in_place_is_not_switched_to_itself_through_a_linked_parent(venv_args):
+    tmp_path, args = venv_args
+    os.makedirs(str(tmp_path / 'real'))
+    os.symlink(str(tmp_path / 'real'), str(tmp_path / 'linked'))
+    args = dict(args, path=str(tmp_path / 'linked' / 'venv'))
+    first = run_main(python_venv.main, args)
+    # A pin lost from the venv in use (removed by hand): the same venv is repaired, the path left pointing at it.
+    subprocess.run([os.path.join(first['venv'], 'bin', 'python'), '-m', 'pip', 'uninstall', '--yes', '--quiet',
+                    'torch-npu'], check=True)
+    check = run_main(python_venv.main, dict(args, _ansible_check_mode=True))
+    assert (check['changed'], check['installed'], check['switched'], check['previous']) == (
+        True, ['torch_npu==2.10.0.post4'], False, None)
+    real = run_main(python_venv.main, args)
+    assert (real['switched'], real['previous'], real['moved']) == (False, None, None)
+    assert os.readlink(args['path']) == first['venv']

@@ -9,13 +9,16 @@ space, each backend's argv, the keep-or-rebuild decision, and the summary of rea
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import re
+import socket
 
 import pytest
 
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils import _quantize as q
-from ansible_collections.kunpeng_ascend.vllm.tests.helpers import load_fixture
+from ansible_collections.kunpeng_ascend.vllm.tests.helpers import fails_after, load_fixture
 
 MSMODELSLIM_V3 = 'quant_msmodelslim-26.1.0_tiny-deepseek-v3_default-model-type_quant_model_description.json.txt'
 LLMCOMPRESSOR_V3 = 'quant_llmcompressor-0.14.0.1_tiny-deepseek-v3_w8a8-with-deepseek-exclusions_config.json.txt'
@@ -236,3 +239,378 @@ def test_an_output_without_a_description_or_quantization_config_is_an_error(tmp_
 ])
 def test_an_output_is_made_readable_by_the_serving_account(mode, is_dir, expected):
     assert q.readable_mode(mode, is_dir) == expected
+
+
+# ------------------------------------------------------------------ hostile files, types and paths (issue 32)
+
+def refused_config(tmp_path, text):
+    path = tmp_path / 'model'
+    path.mkdir()
+    (path / 'config.json').write_text(text)
+    return str(path)
+
+
+@pytest.mark.parametrize('config, message', [
+    ({'model_type': 'qwen2', 'architectures': 5}, 'has architectures as a JSON number; it must be a list of strings'),
+    ({'model_type': 'qwen2', 'architectures': 'Qwen2ForCausalLM'}, 'has architectures as a JSON string'),
+    ({'model_type': 'qwen2', 'architectures': [1]}, 'architectures as a JSON array with an item that is no string'),
+    ({'model_type': 'qwen2', 'architectures': {}}, 'has architectures as a JSON object'),
+    ({'model_type': []}, 'has model_type as a JSON array; it must be a string'),
+    ({'model_type': 5}, 'has model_type as a JSON number'),
+    ({'model_type': {'a': 1}}, 'has model_type as a JSON object'),
+    ({'model_type': True}, 'has model_type as a JSON boolean'),
+    ({'model_type': 'qwen2', 'torch_dtype': {}}, 'has torch_dtype as a JSON object; it must be a string'),
+    ({'model_type': 'qwen2', 'torch_dtype': []}, 'has torch_dtype as a JSON array'),
+    ({'model_type': 'qwen2', 'torch_dtype': 16}, 'has torch_dtype as a JSON number'),
+    ({'model_type': 'qwen2', 'dtype': {}}, 'has dtype as a JSON object'),
+    ({'model_type': 'qwen2', 'torch_dtype': 'bfloat16', 'dtype': []}, 'has dtype as a JSON array'),
+])
+def test_a_config_value_of_the_wrong_type_names_the_file_and_the_key(tmp_path, config, message):
+    path = refused_config(tmp_path, json.dumps(config))
+    with pytest.raises(q.QuantizeError) as raised:
+        q.read_source(path)
+    assert str(raised.value).startswith('the config of model_quantize_source %s/config.json has ' % path)
+    assert message in str(raised.value)
+
+
+@pytest.mark.parametrize('text, reason', [
+    ('[]', 'a JSON array, not an object'),
+    ('"qwen2"', 'a JSON string, not an object'),
+    ('5', 'a JSON number, not an object'),
+    ('null', 'a JSON null, not an object'),
+    ('[' * 100000 + ']' * 100000, 'nested deeper than 64 levels'),
+    ('{"a": ' * 65 + '1' + '}' * 65, 'nested deeper than 64 levels'),
+    ('{"model_type": "qwen2", "rope_theta": NaN}', 'NaN is not a JSON number'),
+    ('{"model_type": "qwen2", "rope_theta": Infinity}', 'Infinity is not a JSON number'),
+    ('{"model_type": ', 'Expecting value'),
+    (b'\xff\xfe{}', 'not UTF-8'),
+])
+def test_a_config_that_is_no_json_object_names_the_file_and_why(tmp_path, text, reason):
+    path = tmp_path / 'model'
+    path.mkdir()
+    (path / 'config.json').write_bytes(text if isinstance(text, bytes) else text.encode())
+    with pytest.raises(q.QuantizeError, match='^cannot read the config of model_quantize_source %s/config.json: '
+                                              % path) as raised:
+        q.read_source(str(path))
+    assert reason in str(raised.value)
+
+
+def special(kind, path):
+    """Put at ``path`` a file no read may block on or run away with; return the reason the reader gives."""
+    if kind == 'fifo':
+        os.mkfifo(path)
+        return r'a FIFO \(named pipe\), not a regular file'
+    if kind == 'zero':
+        os.symlink('/dev/zero', path)
+        return 'a character device, not a regular file'
+    if kind == 'socket':
+        server = socket.socket(socket.AF_UNIX)
+        server.bind(path)
+        server.close()
+        return 'a socket, not a regular file'
+    if kind == 'directory':
+        os.mkdir(path)
+        return 'a directory, not a regular file'
+    with open(path, 'wb') as handle:
+        handle.truncate(kind)
+    return 'larger than %d bytes' % (kind - 1)
+
+
+KINDS = ['fifo', 'zero', 'socket', 'directory']
+
+
+@pytest.mark.parametrize('kind', KINDS + [q.MAX_CONFIG_BYTES + 1])
+def test_a_config_that_is_no_regular_file_is_refused_without_blocking(tmp_path, kind):
+    path = tmp_path / 'model'
+    path.mkdir()
+    reason = special(kind, str(path / 'config.json'))
+    with fails_after(10):
+        with pytest.raises(q.QuantizeError, match='cannot read the config of model_quantize_source .*: ' + reason):
+            q.read_source(str(path))
+
+
+@pytest.mark.parametrize('kind', KINDS + [q.MAX_CALIBRATION_BYTES + 1])
+def test_a_calibration_file_that_is_no_regular_file_is_refused_without_blocking(tmp_path, kind):
+    path = str(tmp_path / 'calibration.jsonl')
+    reason = special(kind, path)
+    with fails_after(10):
+        with pytest.raises(q.QuantizeError, match='^cannot read model_quantize_calibration_file %s: %s' % (path, reason)):
+            q.read_calibration(path)
+
+
+def test_a_calibration_file_is_read_bounded_or_is_none_when_missing(tmp_path):
+    assert q.read_calibration(str(tmp_path / 'missing')) is None
+    (tmp_path / 'c.jsonl').write_bytes(b'\xef\xbb\xbf{"text": "a"}\n')
+    assert q.read_calibration(str(tmp_path / 'c.jsonl')) == ['a']
+    (tmp_path / 'bad').write_bytes(b'\xff\n')
+    with pytest.raises(q.QuantizeError, match='model_quantize_calibration_file .*bad: not UTF-8 text'):
+        q.read_calibration(str(tmp_path / 'bad'))
+
+
+@pytest.mark.parametrize('line, reason', [
+    ('{"text": NaN}', 'NaN is not a JSON number'),
+    ('{"text": "a", "score": -Infinity}', '-Infinity is not a JSON number'),
+    ('{"text": ' + '[' * 70 + ']' * 70 + '}', 'nested deeper than 64 levels'),
+    ('{"text": "a"', 'Expecting'),
+])
+def test_calibration_lines_are_read_with_the_collections_json_reader(line, reason):
+    with pytest.raises(q.QuantizeError, match=r'model_quantize_calibration_file f line 2 is not JSON: .*' + reason):
+        q.parse_calibration('{"text": "first"}\n' + line + '\n', 'f')
+
+
+@pytest.mark.parametrize('kind', KINDS + [q.MAX_TOOL_BYTES + 1])
+def test_the_tool_config_is_hashed_bounded(tmp_path, kind):
+    path = str(tmp_path / 'config.yaml')
+    reason = special(kind, path)
+    with fails_after(10):
+        with pytest.raises(q.QuantizeError, match='^cannot read model_quantize_msmodelslim_config %s: %s' % (path, reason)):
+            q.file_sha256(path, 'model_quantize_msmodelslim_config')
+
+
+def test_the_tool_config_hash_is_that_of_its_bytes(tmp_path):
+    (tmp_path / 'c.yaml').write_bytes(b'a: 1\n')
+    assert q.file_sha256(str(tmp_path / 'c.yaml'), 'x') == hashlib.sha256(b'a: 1\n').hexdigest()
+
+
+SYSTEM_PATHS = ['/', '//', '/.', '/usr', '/usr/', '//usr', '/usr/bin/..', '/./etc', '/etc/', '/etc/vllm', '/var/lib',
+                '/usr/local', '/usr/local/Ascend/', '/root', '/home/alice', '/opt', '/srv', '/data/../usr/lib64',
+                '/proc/self', '/boot/efi']
+BAD_PATHS = ['relative/out', '', '/srv/a\nb', '/srv/a\rb', '/srv/a\x00b', '/srv/\x1b[31mx']
+
+
+def good_inputs(tmp_path, **changes):
+    values = dict(source=str(tmp_path / 'model'), output=str(tmp_path / 'out'), venv=str(tmp_path / 'venv'),
+                  work_dir=str(tmp_path / 'work'), space_factor=2.0, timeout=7200)
+    values.update(changes)
+    return values
+
+
+def test_good_inputs_have_no_problem(tmp_path):
+    assert q.input_problems(**good_inputs(tmp_path)) == []
+    assert q.input_problems(**good_inputs(tmp_path, space_factor='1.5', timeout='60', venv=None, work_dir=None)) == []
+    assert q.input_problems(**good_inputs(tmp_path, space_factor=q.MAX_SPACE_FACTOR, timeout=q.MAX_SECONDS)) == []
+
+
+@pytest.mark.parametrize('option', ['output', 'venv', 'work_dir'])
+@pytest.mark.parametrize('path', SYSTEM_PATHS + BAD_PATHS)
+def test_a_path_the_role_makes_or_replaces_is_no_system_directory_in_any_spelling(tmp_path, option, path):
+    problems = q.input_problems(**good_inputs(tmp_path, **{option: path}))
+    assert len(problems) == 1 and problems[0].startswith('model_quantize_%s ' % option)
+    assert re.search("system directory|home directory|system's own files|must be an absolute path|"
+                     "must not hold control characters", problems[0])
+
+
+@pytest.mark.parametrize('option', ['output', 'venv', 'work_dir'])
+def test_a_link_into_the_system_is_refused(tmp_path, option):
+    os.symlink('/usr', str(tmp_path / 'link'))
+    problems = q.input_problems(**good_inputs(tmp_path, **{option: str(tmp_path / 'link')}))
+    assert problems == ['model_quantize_%s %s resolves to /usr, which is a top-level system directory: the collection '
+                        'replaces what it finds there, so it never takes a system directory; choose a directory of its '
+                        'own' % (option, tmp_path / 'link')]
+
+
+@pytest.mark.parametrize('option', ['venv', 'work_dir'])
+@pytest.mark.parametrize('where', ['{out}', '{out}/', '{out}/inner', '{out}/./x/..'])
+def test_the_venv_and_the_work_directory_are_not_inside_the_output(tmp_path, option, where):
+    out = str(tmp_path / 'out')
+    problems = q.input_problems(**good_inputs(tmp_path, **{option: where.format(out=out)}))
+    assert problems == ['model_quantize_%s %s is inside model_quantize_output %s, which a build replaces: give it a '
+                        'directory of its own' % (option, where.format(out=out), out)]
+
+
+@pytest.mark.parametrize('path', BAD_PATHS)
+def test_the_paths_read_are_absolute_without_control_characters(tmp_path, path):
+    assert q.input_problems(**good_inputs(tmp_path, source=path))[0].startswith('model_quantize_source must')
+    problems = q.input_problems(**good_inputs(tmp_path), read_paths=[('model_quantize_calibration_file', path)])
+    assert problems == ([] if path == '' else ['model_quantize_calibration_file must %s; got %r' % (
+        'be an absolute path' if not path.startswith('/') else 'not hold control characters', path)])
+
+
+@pytest.mark.parametrize('factor', [float('nan'), float('inf'), float('-inf'), 'nan', 'inf', '1e400', 1e400, 0, 0.0, -1,
+                                    0.5, 0.999, q.MAX_SPACE_FACTOR * 10, 10 ** 400, True, False, None, 'two', [], {}])
+def test_a_space_factor_that_is_no_finite_number_of_1_or_more_is_refused(tmp_path, factor):
+    problems = q.input_problems(**good_inputs(tmp_path, space_factor=factor))
+    assert len(problems) == 1
+    assert problems[0].startswith('model_quantize_space_factor must be a finite number at least 1.0 and at most 1000000000.0; got ')
+
+
+@pytest.mark.parametrize('timeout', [0, -1, q.MAX_SECONDS + 1, 10 ** 30, float('nan'), float('inf'), 1.5, '1e400',
+                                     'nan', True, None, 'soon'])
+def test_a_time_limit_out_of_range_is_refused(tmp_path, timeout):
+    problems = q.input_problems(**good_inputs(tmp_path, timeout=timeout))
+    assert len(problems) == 1
+    assert problems[0].startswith('model_quantize_timeout must be a whole number at least 1 and at most %d'
+                                  % q.MAX_SECONDS)
+
+
+def test_every_problem_is_told_at_once(tmp_path):
+    problems = q.input_problems(**good_inputs(tmp_path, output='/usr', venv='/etc', space_factor=0, timeout=0))
+    assert [problem.split()[0] for problem in problems] == [
+        'model_quantize_output', 'model_quantize_venv', 'model_quantize_space_factor', 'model_quantize_timeout']
+
+
+def made_output(tmp_path, record_text=None, name='out'):
+    out = tmp_path / name
+    out.mkdir()
+    (out / 'model.safetensors').write_bytes(b'\0')
+    (out / q.RECORD_NAME).write_text(q.record_text(record()) if record_text is None else record_text)
+    return str(out)
+
+
+def test_nothing_an_empty_directory_and_an_output_this_module_made_may_be_replaced(tmp_path):
+    assert q.examine_output(str(tmp_path / 'missing')) == dict(kind='missing', record=None)
+    (tmp_path / 'empty').mkdir()
+    assert q.examine_output(str(tmp_path / 'empty')) == dict(kind='empty', record=None)
+    assert q.examine_output(made_output(tmp_path)) == dict(kind='made', record=record())
+    # A record of a later version, with a key more, is still one this module wrote.
+    later = dict(record(), version=2, recipe='x')
+    assert q.examine_output(made_output(tmp_path, json.dumps(later), 'later'))['record'] == later
+
+
+def entries(top):
+    return sorted((root, tuple(sorted(dirs)), tuple(sorted(files))) for root, dirs, files in os.walk(top))
+
+
+REFUSAL = ('model_quantize_output {out} is {what}: model_quantize replaces only an empty directory or an output it made '
+           '(with its quantize-record.json), so it leaves it as it is; move it away, or choose another path')
+
+
+@pytest.mark.parametrize('make, what', [
+    (lambda out: (out.mkdir(), (out / 'bin').mkdir()), 'a directory of 1 entries (bin) without quantize-record.json'),
+    (lambda out: (out.mkdir(), [(out / name).write_text('') for name in 'abcdefg']),
+     'a directory of 7 entries (a, b, c, d, e, ...) without quantize-record.json'),
+    (lambda out: out.write_text('x'), 'a regular file'),
+    (lambda out: os.mkfifo(str(out)), r'a FIFO (named pipe)'),
+    (lambda out: os.symlink('/usr', str(out)), 'a symbolic link (to /usr)'),
+    (lambda out: os.symlink('elsewhere', str(out)), 'a symbolic link (to elsewhere)'),
+    (lambda out: made_output(out.parent, '{"version": 1}'),
+     'a directory whose quantize-record.json is not one model_quantize wrote'),
+    (lambda out: made_output(out.parent, '[1, 2]'), 'a directory whose record cannot be read ({out}/quantize-record'
+                                                    '.json: not a record of model_quantize: a JSON array, not an '
+                                                    'object)'),
+    (lambda out: made_output(out.parent, '{"version": NaN}'), 'a directory whose record cannot be read ({out}/quantize'
+                                                              '-record.json: not a record of model_quantize: NaN is '
+                                                              'not a JSON number)'),
+    (lambda out: made_output(out.parent, json.dumps(dict(record(), version=True))),
+     'a directory whose quantize-record.json is not one model_quantize wrote'),
+    (lambda out: made_output(out.parent, json.dumps(dict(record(), backend='gptq'))),
+     'a directory whose quantize-record.json is not one model_quantize wrote'),
+])
+def test_anything_else_at_the_output_is_refused_and_left_as_it_was(tmp_path, make, what):
+    out = tmp_path / 'out'
+    make(out)
+    before = entries(str(tmp_path))
+    with pytest.raises(q.QuantizeError) as raised:
+        q.examine_output(str(out))
+    assert str(raised.value) == REFUSAL.format(out=out, what=what.format(out=out))
+    assert entries(str(tmp_path)) == before
+
+
+@pytest.mark.parametrize('kind', ['fifo', 'zero', 'directory', q.MAX_RECORD_BYTES + 1])
+def test_a_record_that_is_no_regular_file_is_refused_without_blocking(tmp_path, kind):
+    out = tmp_path / 'out'
+    out.mkdir()
+    if kind == 'zero':
+        os.symlink('/dev/zero', str(out / q.RECORD_NAME))
+        expected = 'a directory whose quantize-record.json is a symbolic link'
+    else:
+        expected = 'a directory whose record cannot be read (%s/%s: %s' % (out, q.RECORD_NAME, special(
+            kind, str(out / q.RECORD_NAME)).replace('\\', ''))
+    with fails_after(10):
+        with pytest.raises(q.QuantizeError) as raised:
+            q.examine_output(str(out))
+    assert str(raised.value).startswith('model_quantize_output %s is %s' % (out, expected))
+
+
+@pytest.mark.parametrize('name, document, message', [
+    ('config.json', {'quantization_config': {'config_groups': []}},
+     'quantization_config.config_groups as a JSON array; it must be an object'),
+    ('config.json', {'quantization_config': {'config_groups': {'g': 5}}},
+     'quantization_config.config_groups.g as a JSON number'),
+    ('config.json', {'quantization_config': {'config_groups': {'g': {'targets': 'Linear'}}}},
+     'quantization_config.config_groups.g.targets as a JSON string; it must be a list of strings'),
+    ('config.json', {'quantization_config': {'config_groups': {'g': {'targets': ['Linear', 1]}}}},
+     'quantization_config.config_groups.g.targets as a JSON array with an item that is no string'),
+    ('config.json', {'quantization_config': {'ignore': [1, 'lm_head']}},
+     'quantization_config.ignore as a JSON array with an item that is no string'),
+    ('config.json', {'quantization_config': {'format': 5}}, 'quantization_config.format as a JSON number'),
+    ('config.json', {'quantization_config': {'quant_method': []}}, 'quantization_config.quant_method as a JSON array'),
+    ('quant_model_description.json', {'model_quant_type': ['W8A8']}, 'model_quant_type as a JSON array'),
+])
+def test_an_output_file_of_the_wrong_types_names_the_file_and_the_key(tmp_path, name, document, message):
+    out = write(tmp_path, name, json.dumps(document))
+    with pytest.raises(q.QuantizeError, match=re.escape("the output's %s/%s has %s" % (out, name, message))):
+        q.summarize(out)
+
+
+@pytest.mark.parametrize('name', ['config.json', 'quant_model_description.json'])
+@pytest.mark.parametrize('kind', ['fifo', 'zero', q.MAX_DESCRIPTION_BYTES + 1])
+def test_the_output_files_are_read_bounded(tmp_path, name, kind):
+    out = tmp_path / 'out'
+    out.mkdir()
+    reason = special(kind, str(out / name))
+    with fails_after(10):
+        with pytest.raises(q.QuantizeError, match='cannot read the (config|description) of the output .*: ' + reason):
+            q.summarize(str(out))
+
+
+@pytest.mark.parametrize('kind, state, expected', [
+    ('missing', 'missing', None), ('empty', 'missing', '/o'), ('made', 'stale', '/o'), ('made', 'current', None)])
+def test_what_a_build_replaces(kind, state, expected):
+    assert q.replaced('/o', dict(kind=kind, record=None), state) == expected
+
+
+def build(tmp_path):
+    partial = tmp_path / 'out.partial.x'
+    partial.mkdir()
+    (partial / 'new.safetensors').write_text('new')
+    return str(partial)
+
+
+def test_an_output_this_module_made_is_replaced_and_nothing_else_is_left(tmp_path):
+    out = made_output(tmp_path)
+    q.put_in_place(build(tmp_path), out, q.examine_output(out))
+    assert os.listdir(out) == ['new.safetensors'] and sorted(os.listdir(str(tmp_path))) == ['out']
+
+
+def test_an_empty_directory_is_replaced_and_one_that_filled_since_is_not(tmp_path):
+    out = tmp_path / 'out'
+    out.mkdir()
+    found = q.examine_output(str(out))
+    q.put_in_place(build(tmp_path), str(out), found)
+    assert os.listdir(str(out)) == ['new.safetensors']
+    (tmp_path / 'other').mkdir()
+    found = q.examine_output(str(tmp_path / 'other'))
+    (tmp_path / 'other' / 'arrived').write_text('mine')
+    with pytest.raises(q.QuantizeError, match='other is a directory of 1 entries'):
+        q.put_in_place(build(tmp_path), str(tmp_path / 'other'), found)
+    assert os.listdir(str(tmp_path / 'other')) == ['arrived']
+
+
+@pytest.mark.parametrize('change', [
+    lambda out: (out / 'quantize-record.json').write_text(json.dumps(record(backend_version='9'))),
+    lambda out: (out / 'quantize-record.json').unlink(),
+])
+def test_an_output_whose_record_changed_since_it_was_examined_is_left_as_it_is(tmp_path, change):
+    out = made_output(tmp_path)
+    found = q.examine_output(out)
+    change(tmp_path / 'out')
+    before = entries(out)
+    with pytest.raises(q.QuantizeError):
+        q.put_in_place(build(tmp_path), out, found)
+    assert entries(out) == before
+
+
+def test_a_failed_rename_puts_the_old_output_back(tmp_path, monkeypatch):
+    out = made_output(tmp_path)
+    found = q.examine_output(out)
+    rename = os.rename
+
+    def failing(source, target):
+        if source.endswith('.partial.x'):
+            raise OSError(28, 'No space left on device')
+        rename(source, target)
+    monkeypatch.setattr(os, 'rename', failing)
+    with pytest.raises(OSError):
+        q.put_in_place(build(tmp_path), out, found)
+    assert q.examine_output(out) == found and not [name for name in os.listdir(str(tmp_path)) if '.old.' in name]

@@ -4,7 +4,8 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
 
-"""The serving_plan filter (documented in serving_plan.yml)."""
+"""The serving_plan filter and its companions (each documented in its own .yml): the deployment record, the release
+rule, the TLS paths, and the environment file of a service written and read back as systemd reads it."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._serving impor
     serving_plan as _plan,
     tls_paths,
 )
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._systemd import env_file_text, parse_env_file
 
 
 def serving_plan(inputs, facts=None):
@@ -63,7 +65,26 @@ def vllm_service_tls_paths(name):
     return tls_paths(name)
 
 
+def systemd_env_file(values):
+    """The lines of an environment file (``EnvironmentFile=``) that give a service ``values`` (name -> value), each
+    value written so that every systemd reads it back as it is (module_utils/_systemd.py)."""
+    try:
+        return env_file_text(values)
+    except ValueError as error:
+        # The message names the variable, never its value (it may be the API key).
+        raise AnsibleFilterError('systemd_env_file: %s' % error)
+
+
+def systemd_env_values(text):
+    """The variables an environment file's ``text`` gives a service, read as systemd reads ``EnvironmentFile=``."""
+    if not isinstance(text, str):
+        raise AnsibleFilterError('systemd_env_values: the input must be the text of an environment file, not %s'
+                                 % type(text).__name__)
+    return parse_env_file(text)
+
+
 class FilterModule(object):
     def filters(self):
         return {'serving_plan': serving_plan, 'vllm_ascend_release': vllm_ascend_release,
-                'deployment_record': deployment_record, 'vllm_service_tls_paths': vllm_service_tls_paths}
+                'deployment_record': deployment_record, 'vllm_service_tls_paths': vllm_service_tls_paths,
+                'systemd_env_file': systemd_env_file, 'systemd_env_values': systemd_env_values}

@@ -21,8 +21,10 @@ installed), mode, image and image_id (container mode), venv and vllm_version (na
 (the SHA-256 of its manifest), served_model_name, endpoint, unit_sha256, env_sha256.
 
 A new entry that equals the current one but for its time changes nothing; another one becomes current and the
-current one previous. ``parse_record`` and ``parse_fact`` return ``(value, problems)`` and never raise. Standard
-library only.
+current one previous. ``parse_record`` and ``parse_fact`` return ``(value, problems)`` and never raise. Every file the
+module reads (the record, the local fact, the unit and environment files) is read with ``read_file``: the collection's
+one safe read (_files: a regular file only, never a FIFO or a device to block on, at most MAX_BYTES). Standard library
+only.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from __future__ import annotations
 import hashlib
 import json
 
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._files import read_regular_file
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._systemd import unit_name_problem
 
 SCHEMA = 'kunpeng_ascend.vllm/known-good-record/1'
@@ -53,6 +56,14 @@ MAX_BYTES = 1 << 20
 
 def sha256_text(text):
     return hashlib.sha256(text.encode('utf-8', 'surrogateescape')).hexdigest()
+
+
+def read_file(path, what):
+    """The text of the file ``path`` (None when nothing is there; bytes that are not UTF-8 kept as surrogates, as
+    sha256_text hashes them). :raises _files.UnreadableFile: when it is no regular file (a FIFO, a device, a socket,
+    a directory), cannot be read, or is larger than MAX_BYTES (``what`` says what it was to be)."""
+    data = read_regular_file(path, MAX_BYTES, what)
+    return None if data is None else data.decode('utf-8', 'surrogateescape')
 
 
 def record_path(name, directory=RECORD_DIR):

@@ -21,7 +21,12 @@ import re
 
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._group_watch import parse_endpoint
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._model_format import dtype_problems, format_problems
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._systemd import CREDENTIALS_SINCE, parse_version
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._paths import normalise, path_problem
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._systemd import (
+    CREDENTIALS_SINCE,
+    env_value_problem,
+    parse_version,
+)
 
 # The valued `vllm serve` options the role sets from its own variables, in argv order: (variable, option).
 VALUED_FLAGS = (
@@ -321,8 +326,9 @@ def _check_env(name, env, problems):
         elif key == 'VLLM_API_KEY':
             problems.append('%s sets VLLM_API_KEY: the key goes in vllm_service_api_key or vllm_service_api_key_file'
                             % name)
-        elif value is not None and not _NO_CONTROL.match(str(value)):
-            problems.append('%s: the value of %s holds a control character' % (name, key))
+        elif value is not None and env_value_problem(key, str(value)):
+            # The environment file's writer's own rule (_systemd.env_value_problem), checked before any change.
+            problems.append('%s: %s' % (name, env_value_problem(key, str(value))))
 
 
 def _volume_parts(volume):
@@ -497,6 +503,15 @@ def check_inputs(inputs):
     if not isinstance(get('ipc_host', False), bool):
         problems.append('vllm_service_ipc_host must be true or false; got %s' % _show(get('ipc_host')))
     string('cache_dir', _PATH, 'an absolute path without control characters', optional=True)
+    # The directories the role makes, replaces or hands to the service to write: the venv (a link switched to each new
+    # build), the model directory when the role copies the model into it (created, chowned and filled), the cache a
+    # container writes as root. None may be a system or home directory, however it is spelt (_paths.path_problem).
+    for name in ('venv', 'cache_dir') + (('model',) if get('model_source') is not None else ()):
+        value = get(name)
+        if isinstance(value, str) and _PATH.match(value):  # any other value is already refused above, by name
+            problem = path_problem('vllm_service_' + name, value)
+            if problem:
+                problems.append(problem)
     _check_args('vllm_service_extra_args', get('extra_args', []), problems)
     _check_args('vllm_service_cluster_args', get('cluster_args', []), problems)
     _check_env('vllm_service_env', get('env', {}), problems)
@@ -530,27 +545,51 @@ def check_inputs(inputs):
 # ----------------------------------------------------------------------------------------------- the account
 
 NOLOGIN_SHELLS = ('/usr/sbin/nologin', '/sbin/nologin', '/bin/false', '/usr/bin/false')
+# Where the role puts each service's state (StateDirectory=vllm/<name>), and the home it gives the account it creates.
+STATE_ROOT = '/var/lib/vllm'
+# Accounts of the operating system and of other programs (Debian's base-passwd, the RedHat family's setup package,
+# the daemons a server commonly runs): never the service's, even on a host that does not have them yet.
+SYSTEM_ACCOUNTS = frozenset((
+    'root', 'daemon', 'bin', 'sys', 'sync', 'games', 'man', 'lp', 'mail', 'news', 'uucp', 'proxy', 'www-data',
+    'backup', 'list', 'irc', 'gnats', 'nobody', 'nfsnobody', 'adm', 'operator', 'ftp', 'halt', 'shutdown',
+    'messagebus', 'dbus', 'sshd', 'syslog', 'polkitd', 'tss', 'chrony', '_chrony', 'ntp', '_apt', 'postfix',
+    'rpc', 'rpcuser', 'avahi', 'nginx', 'apache', 'mysql', 'postgres', 'redis', 'prometheus', 'node_exporter',
+    'docker', 'dockremap', 'containerd', 'hwhiaiuser',
+))
 
 
 def check_account(name, passwd_line, uid_min=1000):
     """Why the native service may not run as ``name``, given its ``getent passwd`` line (None when the account does
-    not exist yet: the role creates it as a system account); '' when it may. Root and login accounts (a UID of
-    ``uid_min`` or more, from /etc/login.defs, or a login shell) are refused: the role would change their home and
-    shell, and vLLM would run with their rights."""
+    not exist yet: the role creates it as a system account with its home in STATE_ROOT); '' when it may.
+
+    The service runs as an account of its own. Refused: root; the well-known accounts of the system and of other
+    programs (SYSTEM_ACCOUNTS, ``systemd-*``), whether or not the host has them; login accounts (a UID of ``uid_min``
+    or more, from /etc/login.defs, or a login shell); and any other existing account the role did not create - one
+    whose home is not in STATE_ROOT, where the role puts the home of every account it creates. vLLM would otherwise
+    run with another program's files and rights, and the role would change that account's home, shell and groups."""
     if name == 'root':
         return 'vllm_service_user is root: the service runs as a dedicated system account (such as vllm)'
+    if name in SYSTEM_ACCOUNTS or name.startswith('systemd-'):
+        return ('vllm_service_user %s is an account of the operating system or of another program: the service runs '
+                'as an account of its own, which the role creates (such as vllm)' % name)
     if not passwd_line:
         return ''
     fields = passwd_line.strip().split(':')
     if len(fields) != 7 or fields[0] != name or not fields[2].isdigit():
         return 'vllm_service_user %s: its passwd entry is not understood (%s)' % (name, _show(passwd_line))
-    uid, shell = int(fields[2]), fields[6]
+    uid, home, shell = int(fields[2]), fields[5], fields[6]
     if uid == 0:
         return 'vllm_service_user %s has UID 0: the service runs as a dedicated system account' % name
     if uid >= uid_min or shell not in NOLOGIN_SHELLS:
         return ('vllm_service_user %s is an existing login account (UID %d, shell %s): the role would change its home '
                 'and shell and vLLM would run with its rights; pick a dedicated name (such as vllm) for the role to '
                 'create as a system account' % (name, uid, shell or 'none'))
+    home_dir = normalise(home) if home.startswith('/') else ''
+    if home_dir != STATE_ROOT and not home_dir.startswith(STATE_ROOT + '/'):
+        return ('vllm_service_user %s is an existing account (UID %d, home %s) that the role did not create (the '
+                'accounts it creates have their home in %s): it belongs to another program, whose files and rights '
+                'vLLM would get; pick a name that does not exist yet (such as vllm), which the role creates as a '
+                'system account' % (name, uid, home or 'none', STATE_ROOT))
     return ''
 
 
@@ -673,7 +712,7 @@ def serving_plan(inputs, facts):
         'problems': problems, 'mode': mode, 'has_npus': has_npus,
         'serving': dict((param, inputs.get(param)) for param in SERVING_PARAMS),
         'unit': '%s.service' % name, 'unit_file': '/etc/systemd/system/%s.service' % name,
-        'env_file': '/etc/vllm/%s.env' % name, 'state_dir': '/var/lib/vllm/%s' % name,
+        'env_file': '/etc/vllm/%s.env' % name, 'state_dir': '%s/%s' % (STATE_ROOT, name),
         'container_name': 'vllm-%s' % name, 'served_model_name': served_name(inputs), 'name': name,
         'user': inputs.get('user') or 'vllm', 'cann_env_file': inputs.get('cann_env_file') or '/etc/ascend/cann.env',
         'release': release_of(inputs.get('image'), inputs.get('pip_packages'), inputs.get('vllm_ascend_version'), mode),

@@ -15,10 +15,17 @@ description:
   - Reads the certificate O(cert), the key O(key) and the CA certificates O(ca) on the host it runs on (the controller
     with C(delegate_to), before they are copied to a node) and returns RV(problems), empty when a client that trusts
     only O(ca) and asks for O(server_name) accepts a server with that certificate and key.
-  - "It checks with Python's C(ssl) alone: each file readable and PEM; the key unencrypted (vLLM's
-    C(--ssl-keyfile) takes no passphrase) and the certificate's; then one TLS handshake in memory (no traffic)
-    between a server with the pair and a client with O(ca) that checks the name: the chain to the CA, the validity
-    dates (expired or not yet valid) and O(server_name) in the certificate's subjectAltName."
+  - "It checks with Python's C(ssl) alone: each file a regular file (a FIFO, a device, a socket or a directory is
+    refused, never opened to wait on) of at most 1 MiB, and PEM; the key readable by its owner only (a mode that
+    opens it to its group or to others, such as 0640 or 0644, is refused: no account needs it - role vllm_service
+    installs it root-only, 0600, and a native service gets it as a systemd credential read by systemd as root); the
+    key unencrypted (vLLM's C(--ssl-keyfile) takes no passphrase) and the certificate's; then one TLS handshake in
+    memory (no traffic) between a server with the pair and a client with O(ca) that checks the name: the chain to the
+    CA, the validity dates (expired or not yet valid) and O(server_name) in the certificate's subjectAltName. A
+    certificate without a subjectAltName is refused whatever its subject's CN says: browsers, Go and Python's HTTPS
+    clients look for the name in the subjectAltName only."
+  - Each file is read once; the certificate and key are handed to OpenSSL from memory (an anonymous memory file where
+    Linux has one, else a private directory removed at once), never opened again by path.
   - Each problem names the file by the variable in O(variables), so that a role's failure says what to fix.
   - Only reads; it never changes the host, and never returns the key.
 author:
@@ -41,7 +48,7 @@ options:
     type: path
     required: true
   key:
-    description: The certificate's private key (PEM, unencrypted).
+    description: The certificate's private key (PEM, unencrypted), readable by its owner only (mode 0600 or 0400).
     type: path
     required: true
   ca:
@@ -49,7 +56,8 @@ options:
     type: path
     required: true
   server_name:
-    description: The host name or IP address clients ask for; it must be in the certificate's subjectAltName.
+    description: The host name or IP address clients ask for; it must be in the certificate's subjectAltName (the
+      subject's CN is not read).
     type: str
     required: true
   variables:

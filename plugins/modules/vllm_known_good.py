@@ -26,6 +26,9 @@ description:
     something is missing it fails naming it, and changes nothing. It neither reloads systemd nor restarts the service
     (RV(unit_changed), RV(env_changed) tell the caller).
   - With O(state=read), returns the local fact's summaries (nothing changes).
+  - Each file it reads - the record, the local fact, the unit file and the environment file - is read only when it is
+    a regular file of at most 1 MiB; anything else there (a FIFO, a device, a socket, a directory, a larger file)
+    fails the module naming the option or file, before anything changes, instead of blocking or reading without end.
 author:
   - kunpeng_ascend.vllm maintainers (@kunpeng-ascend)
 extends_documentation_fragment:
@@ -255,11 +258,12 @@ import datetime
 import os
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.common.text.converters import to_bytes, to_text
+from ansible.module_utils.common.text.converters import to_bytes
 
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils import _known_good as kg
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._atomic_write import write_atomically
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._command import CommandRunner
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._files import UnreadableFile
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._model_manifest import (
     MANIFEST_NAME,
     ManifestError,
@@ -279,13 +283,13 @@ VLLM_VERSION_SCRIPT = (
 )
 
 
-def read_text(path):
-    """The file's text, or None when there is none."""
+def read_text(module, path, option, what):
+    """The file's text, or None when there is none; a file that is there but cannot be read as a regular file (a
+    FIFO, a device, a directory, a huge file) fails the module naming ``option``, before anything changes."""
     try:
-        with open(path, 'rb') as handle:
-            return to_text(handle.read(), errors='surrogate_or_strict')
-    except (IOError, OSError):
-        return None
+        return kg.read_file(path, what)
+    except UnreadableFile as error:
+        module.fail_json(msg='%s %s cannot be read: %s. Nothing was changed.' % (option, path, error.reason))
 
 
 class Node:
@@ -324,7 +328,7 @@ def manifest_of(model, manifest):
 
 def load_record(module, path, name):
     """The record at ``path`` (None when there is none); a record that does not parse fails the module."""
-    text = read_text(path)
+    text = read_text(module, path, 'the known good record (record_dir)', 'a known good record')
     if text is None:
         return None
     record, problems = kg.parse_record(text, name)
@@ -336,7 +340,7 @@ def load_record(module, path, name):
 
 def load_fact(module, path):
     """The local fact (None when there is none); one that does not parse is replaced, with a warning."""
-    text = read_text(path)
+    text = read_text(module, path, 'fact_path', 'a local fact')
     if text is None:
         return None
     fact, problems = kg.parse_fact(text)
@@ -358,7 +362,8 @@ def record(module, node, params, paths):
     for option in ['model'] + (['image', 'engine'] if mode == 'container' else ['venv']):
         if not params[option]:
             module.fail_json(msg='state=record needs %s' % option)
-    unit_content, env_content = read_text(paths['unit_file']), read_text(paths['env_file'])
+    unit_content = read_text(module, paths['unit_file'], 'unit_file', 'a unit file')
+    env_content = read_text(module, paths['env_file'], 'env_file', 'an environment file')
     for option, content in (('unit_file', unit_content), ('env_file', env_content)):
         if content is None:
             module.fail_json(msg='%s %s cannot be read: the service is not deployed as recorded' % (
@@ -425,7 +430,8 @@ def restore(module, node, params, paths):
         module.fail_json(msg='cannot restore the %s known good of %s (%s, recorded %s): %s. Nothing was changed.'
                          % (params['which'], params['name'], entry['model'], entry['time'], '; '.join(missing)),
                          missing=missing, known_good=summary, record_path=paths['record'])
-    unit_before, env_before = read_text(entry['unit_file']), read_text(entry['env_file'])
+    unit_before = read_text(module, entry['unit_file'], "the known good's unit file", 'a unit file')
+    env_before = read_text(module, entry['env_file'], "the known good's environment file", 'an environment file')
     unit_changed = unit_before != entry['unit_content']
     env_changed = env_before != entry['env_content']
     if not module.check_mode:

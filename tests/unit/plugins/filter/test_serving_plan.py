@@ -15,7 +15,7 @@ import pytest
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.kunpeng_ascend.vllm.plugins.filter import serving as plugin
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils import _deployment, _serving
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils import _deployment, _serving, _systemd
 from ansible_collections.kunpeng_ascend.vllm.tests.helpers import ansible_debug
 from ansible_collections.kunpeng_ascend.vllm.tests.unit.plugins.module_utils.test_serving import a2_facts, inputs
 
@@ -24,7 +24,9 @@ def test_the_plugin_exposes_the_filter():
     assert plugin.FilterModule().filters() == {'serving_plan': plugin.serving_plan,
                                                'vllm_ascend_release': plugin.vllm_ascend_release,
                                                'deployment_record': plugin.deployment_record,
-                                               'vllm_service_tls_paths': plugin.vllm_service_tls_paths}
+                                               'vllm_service_tls_paths': plugin.vllm_service_tls_paths,
+                                               'systemd_env_file': plugin.systemd_env_file,
+                                               'systemd_env_values': plugin.systemd_env_values}
 
 
 def test_the_deployment_record_of_a_plan_is_what_the_doctor_reads():
@@ -103,3 +105,37 @@ def test_the_tls_paths_are_the_plans_own():
 def test_the_tls_paths_need_a_service_name(name):
     with pytest.raises(AnsibleFilterError, match='vllm_service_tls_paths: the input must be the service name'):
         plugin.vllm_service_tls_paths(name)
+
+
+# ------------------------------------------------------------------------------------- the environment file
+KEY = 'sk-"quoted"\\back\\slash$HOME`id`#;\' x'
+
+
+def test_the_environment_file_filters_are_the_module_utils_writer_and_reader():
+    text = plugin.systemd_env_file({'VLLM_API_KEY': KEY, 'HF_HUB_OFFLINE': '1'})
+    assert text == _systemd.env_file_text({'VLLM_API_KEY': KEY, 'HF_HUB_OFFLINE': '1'})
+    assert plugin.systemd_env_values(text) == {'HF_HUB_OFFLINE': '1', 'VLLM_API_KEY': KEY}
+
+
+@pytest.mark.parametrize('values, message', [
+    ({'VLLM_API_KEY': KEY + '\n'}, 'systemd_env_file: the value of VLLM_API_KEY holds a control character'),
+    ({'1X': 'v'}, "systemd_env_file: '1X' is not a variable name"),
+    ({'X': 1}, 'systemd_env_file: the value of X is a int, not a string'),
+    ('X=1', 'systemd_env_file: the environment must be a mapping'),
+])
+def test_what_the_writer_cannot_write_fails_naming_the_variable_never_the_value(values, message):
+    with pytest.raises(AnsibleFilterError) as raised:
+        plugin.systemd_env_file(values)
+    assert str(raised.value).startswith(message) and 'sk-' not in str(raised.value)
+
+
+@pytest.mark.parametrize('text', [None, 3, {'A': '1'}, b'A=1'])
+def test_the_reader_takes_text_only(text):
+    with pytest.raises(AnsibleFilterError, match='systemd_env_values: the input must be the text'):
+        plugin.systemd_env_values(text)
+
+
+def test_the_filters_through_a_template_round_trip_a_hostile_key():
+    result = ansible_debug('(values | kunpeng_ascend.vllm.systemd_env_file | kunpeng_ascend.vllm.systemd_env_values)',
+                           {'values': {'VLLM_API_KEY': KEY, 'A': ' spaced '}})
+    assert result['msg'] == {'A': ' spaced ', 'VLLM_API_KEY': KEY}

@@ -279,7 +279,8 @@ def test_an_ambiguous_abbreviation_of_a_guarded_option_is_refused():
     ('data_parallel_size', 0), ('data_parallel_size_local', 3), ('max_num_seqs', -1), ('gpu_memory_utilization', 0),
     ('gpu_memory_utilization', 1.5), ('dtype', 'fp4'), ('mode', 'kubernetes'), ('npus', [0, 0]), ('npus', []),
     ('npus', ['0']), ('enforce_eager', 'sure'), ('extra_args', '--enforce-eager'), ('extra_args', ['--x\n']),
-    ('env', {'1BAD': 'x'}), ('env', {'VLLM_API_KEY': KEY}), ('cluster_env', {'A': 'b\nc'}),
+    ('env', {'1BAD': 'x'}), ('env', {'VLLM_API_KEY': KEY}), ('cluster_env', {'A': 'b\nc'}), ('env', {'A': 'b\x85c'}),
+    ('env', {'A': 'b\x7fc'}), ('env', {'A': '\ud800'}), ('cluster_env', {'A': '\x00'}),
     ('volumes', ['/a:b']), ('volumes', ['relative:/x']), ('cpu_kvcache_space', 0),
 ])
 def test_a_bad_value_is_refused_naming_its_variable(name, value):
@@ -390,17 +391,104 @@ def test_what_a_client_of_the_service_gets():
 @pytest.mark.parametrize('name, line, refused', [
     ('vllm', None, ''),
     ('vllm', 'vllm:x:998:998::/var/lib/vllm/vllm:/usr/sbin/nologin', ''),
+    # The role's account of another service of the host (the role gives each the home of the last it ran for).
+    ('vllm', 'vllm:x:998:998::/var/lib/vllm/candidate-w8a8:/usr/sbin/nologin', ''),
+    ('vllm', 'vllm:x:998:998::/var/lib/vllm:/sbin/nologin', ''),
+    ('vllm-prod', None, ''),
     ('root', None, 'is root'),
     ('toor', 'toor:x:0:0::/root:/bin/bash', 'UID 0'),
     ('alice', 'alice:x:1000:1000:Alice:/home/alice:/bin/bash', 'existing login account (UID 1000, shell /bin/bash)'),
     ('svc', 'svc:x:500:500::/srv:/bin/sh', 'existing login account (UID 500, shell /bin/sh)'),
     ('odd', 'odd:x:abc', 'not understood'),
+    # Another program's system account: a no-login shell and a system UID, but a home the role never gives.
+    ('ollama', 'ollama:x:996:996::/usr/share/ollama:/bin/false', 'home /usr/share/ollama) that the role did not create'),
+    ('runner', 'runner:x:997:997::/home/runner:/usr/sbin/nologin', 'home /home/runner) that the role did not create'),
+    ('esc', 'esc:x:995:995::/var/lib/vllm/../../etc:/usr/sbin/nologin', 'that the role did not create'),
+    ('near', 'near:x:995:995::/var/lib/vllmx:/usr/sbin/nologin', 'that the role did not create'),
+    ('rel', 'rel:x:995:995::var/lib/vllm/x:/usr/sbin/nologin', 'that the role did not create'),
+    ('empty', 'empty:x:995:995:::/usr/sbin/nologin', 'home none) that the role did not create'),
 ])
 def test_the_service_account(name, line, refused):
     problem = _serving.check_account(name, line, uid_min=1000)
     assert (refused in problem) if refused else problem == ''
     found = problems({'npu_count': 0, 'account': line, 'uid_min': 1000}, mode='native', user=name)
     assert (len(found) == 1 and refused in found[0]) if refused else found == []
+
+
+# The accounts of the OS and of common daemons, as Debian 12 (base-passwd) and the RedHat family (setup) ship them.
+WELL_KNOWN = [
+    'daemon:x:1:1:daemon:/usr/sbin:/usr/sbin/nologin', 'bin:x:2:2:bin:/bin:/usr/sbin/nologin',
+    'sys:x:3:3:sys:/dev:/usr/sbin/nologin', 'sync:x:4:65534:sync:/bin:/bin/sync',
+    'games:x:5:60:games:/usr/games:/usr/sbin/nologin', 'man:x:6:12:man:/var/cache/man:/usr/sbin/nologin',
+    'lp:x:7:7:lp:/var/spool/lpd:/usr/sbin/nologin', 'mail:x:8:8:mail:/var/mail:/usr/sbin/nologin',
+    'news:x:9:9:news:/var/spool/news:/usr/sbin/nologin', 'uucp:x:10:10:uucp:/var/spool/uucp:/usr/sbin/nologin',
+    'proxy:x:13:13:proxy:/bin:/usr/sbin/nologin', 'www-data:x:33:33:www-data:/var/www:/usr/sbin/nologin',
+    'backup:x:34:34:backup:/var/backups:/usr/sbin/nologin', 'list:x:38:38:Mailing List Manager:/var/list:/usr/sbin/nologin',
+    'irc:x:39:39:ircd:/run/ircd:/usr/sbin/nologin', '_apt:x:42:65534::/nonexistent:/usr/sbin/nologin',
+    'nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin',
+    'systemd-network:x:998:998:systemd Network Management:/:/usr/sbin/nologin',
+    'systemd-timesync:x:997:997:systemd Time Synchronization:/:/usr/sbin/nologin',
+    'messagebus:x:100:107::/nonexistent:/usr/sbin/nologin', 'sshd:x:74:74:Privilege-separated SSH:/usr/share/empty.sshd:/sbin/nologin',
+    'adm:x:3:4:adm:/var/adm:/sbin/nologin', 'operator:x:11:0:operator:/root:/sbin/nologin',
+    'ftp:x:14:50:FTP User:/var/ftp:/sbin/nologin', 'tss:x:59:59:TPM software stack:/dev/null:/sbin/nologin',
+    'polkitd:x:996:996:User for polkitd:/:/sbin/nologin', 'chrony:x:995:993::/var/lib/chrony:/sbin/nologin',
+    'nginx:x:994:992:Nginx web server:/var/lib/nginx:/sbin/nologin',
+    'prometheus:x:993:991:Prometheus daemon:/var/lib/prometheus:/usr/sbin/nologin',
+]
+
+
+@pytest.mark.parametrize('line', WELL_KNOWN)
+@pytest.mark.parametrize('exists', [True, False])
+def test_a_well_known_system_account_is_never_the_service_account(line, exists):
+    name = line.split(':', 1)[0]
+    problem = _serving.check_account(name, line if exists else None, uid_min=1000)
+    assert problem.startswith('vllm_service_user %s ' % name) and (
+        'account of the operating system or of another program' in problem or 'did not create' in problem), problem
+    found = problems({'npu_count': 0, 'account': line if exists else None, 'uid_min': 1000}, mode='native', user=name)
+    assert found == [problem]
+
+
+@pytest.mark.parametrize('line', WELL_KNOWN)
+def test_the_home_rule_alone_refuses_every_well_known_account_that_exists(line, monkeypatch):
+    # The general rule, not the list: with no name listed, each is still another program's account.
+    monkeypatch.setattr(_serving, 'SYSTEM_ACCOUNTS', frozenset())
+    problem = _serving.check_account(line.split(':', 1)[0], line, uid_min=1000)
+    assert problem and 'vllm_service_user' in problem
+
+
+# ----------------------------------------------------------------------------- directories the role manages
+# The venv (a link the role switches), the model directory the role fills from vllm_service_model_source, the cache
+# a container writes as root: never a system or home directory, however the path is spelt.
+SYSTEM_PATHS = ['/', '//', '/usr', '/usr/', '//usr', '/usr/.', '/usr/bin/..', '/opt', '/opt/', '/opt/vllm/..', '/srv',
+                '/tmp', '/var', '/var/lib', '/var/lib/', '/usr/local', '/usr/local/bin', '/usr/lib64', '/etc/vllm',
+                '/proc/self', '/sys/fs', '/dev/shm', '/run/vllm', '/boot/efi', '/root', '/root/', '/home/alice',
+                '/home/alice/../bob', '/data/..']
+
+
+@pytest.mark.parametrize('path', SYSTEM_PATHS)
+@pytest.mark.parametrize('name, changes', [
+    ('venv', {'mode': 'native'}), ('cache_dir', {}), ('model', {'model_source': {'src': 'files/models/tiny'}}),
+    ('model', {'model_source': {'path': '/mnt/nfs/models/tiny'}}),
+])
+def test_a_system_or_home_directory_is_refused_for_a_directory_the_role_manages(path, name, changes):
+    found = _serving.check_inputs(inputs(**dict(changes, **{name: path})))
+    assert len(found) == 1 and found[0].startswith('vllm_service_%s %s' % (name, path)), found
+    assert 'choose a directory of its own' in found[0]
+
+
+@pytest.mark.parametrize('name, path', [
+    ('venv', '/opt/vllm/venv'), ('venv', '/srv/vllm/venv'), ('venv', '/home/alice/venvs/vllm'),
+    ('cache_dir', '/srv/vllm-cache'), ('cache_dir', '/var/cache/vllm'), ('model', '/srv/models/tiny'),
+    ('model', '/root/models/stand-in-v1'),
+])
+def test_a_directory_of_its_own_passes(name, path):
+    assert _serving.check_inputs(inputs(model_source={'src': 'files/tiny'}, **{name: path})) == []
+
+
+@pytest.mark.parametrize('path', ['/data', '/models', '/usr/share/models'])
+def test_a_model_the_role_only_reads_is_not_held_to_the_rule(path):
+    # Without vllm_service_model_source the role never writes the model directory: it only reads and mounts it.
+    assert _serving.check_inputs(inputs(model=path)) == []
 
 
 # ---------------------------------------------------------------------------------------- what recipes add

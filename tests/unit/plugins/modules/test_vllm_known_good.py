@@ -10,16 +10,20 @@ in check mode, for real, and again; the failures that change nothing."""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
+import shutil
+import socket
 import stat
+import tempfile
 
 import pytest
 
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils import _known_good as kg
 from ansible_collections.kunpeng_ascend.vllm.plugins.modules import vllm_known_good
-from ansible_collections.kunpeng_ascend.vllm.tests.helpers import FailJson, run_main
+from ansible_collections.kunpeng_ascend.vllm.tests.helpers import FailJson, fails_after, run_main
 
 KEY = 'sk-known-good-0123456789'
 IMAGE = 'quay.io/ascend/vllm-ascend:v0.7.3'
@@ -279,3 +283,99 @@ def test_a_fact_that_is_not_ours_is_written_anew_with_a_warning(service, fake_ho
     run(service.record_args())
     assert kg.parse_fact(service.read(service.fact_path))[1] == []
     assert fake_host.warnings()[0].startswith('the local fact %s is not one this collection wrote' % service.fact_path)
+
+
+# ------------------------------------------------------------------------- files that are no regular file
+# Every file the module reads goes through the collection's one safe read: in place of any of them, a FIFO (which
+# would block the read for ever), a device (which would be read without end), a socket, a directory or a file larger
+# than the bound fails at once, naming the option or file, and nothing is written.
+
+def _created(path):
+    os.close(os.open(path, os.O_WRONLY | os.O_CREAT, 0o600))
+    return path
+
+
+def _socket(path):
+    holder = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    holder.bind(path)
+    return holder
+
+
+HOSTILE = {
+    'fifo': (os.mkfifo, 'a FIFO (named pipe), not a regular file'),
+    'link to /dev/zero': (lambda path: os.symlink('/dev/zero', path), 'a character device, not a regular file'),
+    'directory': (os.mkdir, 'a directory, not a regular file'),
+    'socket': (_socket, 'a socket, not a regular file'),
+    'huge': (lambda path: os.truncate(_created(path), kg.MAX_BYTES + 1), 'larger than 1048576 bytes, not '),
+}
+
+
+@contextlib.contextmanager
+def hostile(path, kind):
+    """``path`` replaced by a ``kind`` of HOSTILE (a socket bound at a short path, linked from ``path``)."""
+    if os.path.lexists(path):
+        os.unlink(path)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    make, reason = HOSTILE[kind]
+    short = tempfile.mkdtemp(prefix='kg')
+    holder = None
+    try:
+        if kind == 'socket':
+            holder = make(os.path.join(short, 's'))
+            os.symlink(os.path.join(short, 's'), path)
+        else:
+            make(path)
+        with fails_after(10):
+            yield reason
+    finally:
+        if holder is not None:
+            holder.close()
+        shutil.rmtree(short)
+
+
+def written(service):
+    return [path for path in (service.record_path, service.fact_path) if os.path.lexists(path)]
+
+
+@pytest.mark.parametrize('kind', sorted(HOSTILE))
+@pytest.mark.parametrize('option', ['env_file', 'unit_file'])
+def test_record_refuses_an_env_or_unit_file_that_is_no_regular_file(service, option, kind):
+    path = getattr(service, option)
+    with hostile(path, kind) as reason:
+        failed = run(service.record_args(), FailJson)
+    assert failed['msg'].startswith('%s %s cannot be read: %s' % (option, path, reason)), failed['msg']
+    assert failed['msg'].endswith('Nothing was changed.') and written(service) == []
+
+
+@pytest.mark.parametrize('kind', sorted(HOSTILE))
+@pytest.mark.parametrize('state', ['read', 'record'])
+def test_a_local_fact_that_is_no_regular_file_fails_naming_fact_path(service, state, kind):
+    with hostile(service.fact_path, kind) as reason:
+        failed = run(service.record_args() if state == 'record' else service.args(state='read'), FailJson)
+    assert failed['msg'].startswith('fact_path %s cannot be read: %s' % (service.fact_path, reason)), failed['msg']
+    assert not os.path.lexists(service.record_path)
+
+
+@pytest.mark.parametrize('kind', sorted(HOSTILE))
+def test_a_record_that_is_no_regular_file_fails_the_restore(service, kind):
+    with hostile(service.record_path, kind) as reason:
+        failed = run(service.args(state='restore'), FailJson)
+    assert failed['msg'].startswith('the known good record (record_dir) %s cannot be read: %s'
+                                    % (service.record_path, reason)), failed['msg']
+
+
+@pytest.mark.parametrize('kind', sorted(HOSTILE))
+@pytest.mark.parametrize('which', ['env_file', 'unit_file'])
+def test_restore_refuses_an_env_or_unit_file_that_is_no_regular_file_and_writes_nothing(service, which, kind):
+    run(service.record_args())
+    record_before = service.read(service.record_path)
+    other = service.unit_file if which == 'env_file' else service.env_file
+    other_before = service.read(other)
+    path = getattr(service, which)
+    with hostile(path, kind) as reason:
+        failed = run(service.args(state='restore'), FailJson)
+        assert failed['msg'].startswith("the known good's %s %s cannot be read: %s" % (
+            {'env_file': 'environment file', 'unit_file': 'unit file'}[which], path, reason)), failed['msg']
+        # Neither file was written: the hostile one is still there, the other as it was.
+        assert not os.path.isfile(path) or os.path.getsize(path) > kg.MAX_BYTES
+    assert service.read(other) == other_before and service.read(service.record_path) == record_before

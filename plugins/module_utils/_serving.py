@@ -21,6 +21,7 @@ import re
 
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._group_watch import parse_endpoint
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._model_format import dtype_problems, format_problems
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._numbers import MAX_SECONDS
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._paths import normalise, path_problem
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._systemd import (
     CREDENTIALS_SINCE,
@@ -345,8 +346,9 @@ INT_INPUTS = ('port', 'tensor_parallel_size', 'data_parallel_size', 'data_parall
 ROLE_NUMBERS = (
     ('headless_settle', 1, 600, '1 to 600 seconds'),
     ('manifest_workers', 0, 256, '0 (the default) to 256'),
-    ('start_timeout', 10, None, '10 seconds or more'),
-    ('stop_timeout', 0, None, '0 seconds or more'),
+    # A year at most: more overflows systemd's and the health gate's timers, and means "never", which no limit may.
+    ('start_timeout', 10, MAX_SECONDS, '10 seconds to a year (%d)' % MAX_SECONDS),
+    ('stop_timeout', 0, MAX_SECONDS, '0 seconds to a year (%d)' % MAX_SECONDS),
     ('npu_free_timeout', 0, 3600, '0 to 3600 seconds'),
     ('npu_free_interval', 1, 60, '1 to 60 seconds'),
     ('restart_burst', 1, 100, '1 to 100'),

@@ -14,6 +14,7 @@ import re
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._benchmark import (
+    LOAD_NUMBERS,
     RESULTS_COLUMNS,
     SUMMARY_SCHEMA,
     BenchmarkError,
@@ -22,6 +23,7 @@ from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._benchmark imp
     comparison,
     csv_text,
     grid_points,
+    load_number_problems,
     max_concurrency_meeting_targets,
     objective_direction,
     optimization_columns,
@@ -31,8 +33,12 @@ from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._benchmark imp
     results_rows,
 )
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._serving import SERVING_PARAMS
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._soak import LOAD_OPTIONS
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._soak import OPTIONS as SOAK_OPTIONS
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._soak import input_problems
+
+# The load's options the role names without the soak's prefix (vllm_benchmark_input_len): the benchmark's too.
+SHARED_LOAD_OPTIONS = ('input_len', 'output_len')
 
 SERVICE_PREFIX = 'vllm_service_'
 _OPTION_NAME = re.compile(r'^[a-z][a-z0-9]*([_-][a-z0-9]+)*$')
@@ -133,21 +139,32 @@ def benchmark_summary(runs, targets, points=None, objective=None, run_id=None):
     return summary
 
 
-def soak_input_problems(values, prefix='vllm_benchmark_soak_'):
-    """What is wrong with the soak's inputs (``{option: value}``, the options without ``prefix``), each problem naming
-    the variable; [] when they can run."""
+def soak_input_problems(values, prefix='vllm_benchmark_soak_', shared_prefix='vllm_benchmark_'):
+    """What is wrong with the soak's inputs (``{option: value}``, the options of module vllm_soak that the role sets:
+    the soak's own without ``prefix``, the load's input_len and output_len without ``shared_prefix``), each problem
+    naming the variable; [] when they can run. The module checks its options with the same function, so that an
+    input accepted here is accepted there."""
     if not isinstance(values, dict):
-        raise AnsibleFilterError('soak_input_problems takes a dict of %s' % ', '.join(SOAK_OPTIONS))
-    return input_problems(values, prefix)
+        raise AnsibleFilterError('soak_input_problems takes a dict of %s' % ', '.join(SOAK_OPTIONS + LOAD_OPTIONS))
+    unknown = sorted(str(key) for key in values if key not in SOAK_OPTIONS + LOAD_OPTIONS)
+    if unknown:
+        raise AnsibleFilterError('soak_input_problems: unknown option(s) %s; the options are %s'
+                                 % (', '.join(unknown), ', '.join(SOAK_OPTIONS + LOAD_OPTIONS)))
+    names = dict((key, shared_prefix + key) for key in SHARED_LOAD_OPTIONS)
+    return input_problems(values, prefix, names)
 
 
 def benchmark_input_problems(values, prefix='vllm_benchmark_'):
-    """What is wrong with the priority class and the second target (``{priority_share, priority, compare}``), each
-    problem naming the variable; [] when they can run."""
-    if not isinstance(values, dict) or set(values) != set(('priority_share', 'priority', 'compare')):
-        raise AnsibleFilterError('benchmark_input_problems takes a dict of priority_share, priority and compare')
+    """What is wrong with the priority class and the second target (``{priority_share, priority, compare}``), and the
+    load's time limits and rate when given (``sample_interval``, ``timeout``, ``request_rate``: the rule module
+    vllm_benchmark applies), each problem naming the variable; [] when they can run."""
+    required = set(('priority_share', 'priority', 'compare'))
+    if not isinstance(values, dict) or not required <= set(values) or set(values) - required - set(LOAD_NUMBERS):
+        raise AnsibleFilterError('benchmark_input_problems takes a dict of priority_share, priority and compare, and '
+                                 'optionally %s' % ', '.join(LOAD_NUMBERS))
     return (priority_problems(_from_text(values['priority_share'], float), _from_text(values['priority'], int), prefix)
-            + compare_target_problems(values['compare'], prefix + 'compare'))
+            + compare_target_problems(values['compare'], prefix + 'compare')
+            + load_number_problems(values, prefix))
 
 
 def _from_text(value, kind):

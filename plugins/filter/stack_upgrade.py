@@ -41,14 +41,20 @@ def stack_previous_packages(installed, files, arch=None, chip=None, where=()):
     _mapping(installed, 'stack_previous_packages', 'the input (the installed versions)')
     if not isinstance(files, (list, tuple)):
         raise AnsibleFilterError('stack_previous_packages: files must be a list of paths')
-    result = previous_packages(installed, files, arch=arch, chip=chip)
+    try:
+        result = previous_packages(installed, files, arch=arch, chip=chip)
+    except ValueError as error:
+        raise AnsibleFilterError('stack_previous_packages: %s' % error)
     result['message'] = missing_message(result['missing'], list(where or ()))
     return result
 
 
 def stack_package_record(old, version, packages):
     """The record of the installed packages after installing ``version`` from ``packages``; ``old`` the one before."""
-    return package_record(old, version, _mapping(packages or {}, 'stack_package_record', 'packages'))
+    try:
+        return package_record(old, version, _mapping(packages or {}, 'stack_package_record', 'packages'))
+    except ValueError as error:
+        raise AnsibleFilterError('stack_package_record: %s' % error)
 
 
 def stack_rollback_plan(target, installed, found=None, where=()):
@@ -60,15 +66,19 @@ def stack_rollback_plan(target, installed, found=None, where=()):
                                _mapping(found or {}, 'stack_rollback_plan', 'found (the package files)'))
     except ValueError as error:
         raise AnsibleFilterError('stack_rollback_plan: %s' % error)
-    result['message'] = missing_message(result['missing'], list(where or ()))
+    result['message'] = missing_message(result['missing'], list(where or ()), result['unknown'])
     return result
 
 
-def model_dir_choice(files, root, manifests=None):
-    """The newest complete model directory under ``root`` among ``files`` (ansible.builtin.find's files)."""
+def model_dir_choice(files, root, manifests=None, links=None):
+    """The newest complete model directory under ``root`` among ``files`` (ansible.builtin.find's files), the links
+    followed inside ``root`` (``links``: their targets), with the ``manifests`` read (see _model_rollout)."""
     if not isinstance(files, (list, tuple)):
         raise AnsibleFilterError("model_dir_choice: the input must be the list of files (ansible.builtin.find's files)")
-    return choose_model_dir(root, files, _mapping(manifests or {}, 'model_dir_choice', 'manifests'))
+    try:
+        return choose_model_dir(root, files, manifests, links)
+    except ValueError as error:
+        raise AnsibleFilterError('model_dir_choice: %s' % error)
 
 
 class FilterModule(object):

@@ -19,6 +19,8 @@ import itertools
 import math
 import re
 
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._numbers import MAX_SECONDS, number_problem
+
 RUN_SCHEMA = 'kunpeng_ascend.vllm/benchmark-run/1'
 SUMMARY_SCHEMA = 'kunpeng_ascend.vllm/benchmark-summary/1'
 
@@ -399,13 +401,39 @@ def priority_problems(share, priority, prefix='vllm_benchmark_'):
     variable; [] when they can run."""
     problems = []
     if share is not None:
-        value = _number(share)
-        if value is None or not 0 < value <= 1:
+        if number_problem('priority_share', share, above=0, maximum=1):
             problems.append('%spriority_share must be null (no priority class) or a number above 0 and up to 1, the '
                             'share of the requests sent with %spriority; got %r' % (prefix, prefix, share))
     if isinstance(priority, bool) or not isinstance(priority, int) or priority >= DEFAULT_PRIORITY:
         problems.append('%spriority must be an integer below %d (vLLM serves lower values first, and the other '
                         'requests have %d); got %r' % (prefix, DEFAULT_PRIORITY, DEFAULT_PRIORITY, priority))
+    return problems
+
+
+# The load's numbers the benchmark's module and its role's validation both check (load_number_problems), with the
+# lowest each takes; what the module derives from them (its sampling runner's time limit, the sampling deadline) stays
+# bounded below MAX_SECONDS' overflow.
+MIN_SAMPLE_INTERVAL = 0.1
+LOAD_NUMBERS = ('sample_interval', 'timeout', 'request_rate')
+
+
+def load_number_problems(values, prefix='vllm_benchmark_'):
+    """What is wrong with the load's numbers among ``values`` (keys LOAD_NUMBERS; one not given is not checked), each
+    message naming ``prefix`` + the key: through _numbers, so that NaN, infinity and values that overflow a time
+    limit are refused; [] when none. The module vllm_benchmark and the role's validation (filter
+    benchmark_input_problems) apply it alike."""
+    problems = []
+    if 'sample_interval' in values and number_problem('sample_interval', values['sample_interval'],
+                                                      minimum=MIN_SAMPLE_INTERVAL, maximum=MAX_SECONDS):
+        problems.append('%ssample_interval must be %g or more seconds, at most %d; got %r'
+                        % (prefix, MIN_SAMPLE_INTERVAL, MAX_SECONDS, values['sample_interval']))
+    if 'timeout' in values and number_problem('timeout', values['timeout'], minimum=1, maximum=MAX_SECONDS,
+                                              integer=True):
+        problems.append('%stimeout must be 1 to %d seconds; got %r' % (prefix, MAX_SECONDS, values['timeout']))
+    # inf (as vllm bench serve takes it): every request at once; else requests/s, a finite number above 0.
+    rate = values.get('request_rate', 'inf')
+    if rate != 'inf' and number_problem('request_rate', rate, above=0):
+        problems.append('%srequest_rate must be inf or a positive number; got %r' % (prefix, rate))
     return problems
 
 

@@ -39,6 +39,12 @@ import calendar
 import ipaddress
 import re
 
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._ipv4 import (
+    NETMASK_HELP,
+    netmask_prefix,
+    netmask_text,
+    special_network,
+)
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._warnings import ignore
 
 HCCN_TOOL_PATH = '/usr/local/Ascend/driver/tools/hccn_tool'
@@ -360,29 +366,22 @@ def render_hccn_conf(text, updates):
 # --------------------------------------------------------------------------------------------------------- declared
 
 def _netmask(value, where):
-    text = str(value).strip().lstrip('/')
+    """The dotted netmask of ``value`` (_ipv4's strict rule). :raises ValueError: naming ``where``."""
     try:
-        if text.isdigit():
-            return str(ipaddress.IPv4Network('0.0.0.0/%s' % text).netmask)
-        mask = ipaddress.IPv4Address(text)
-        ipaddress.IPv4Network('0.0.0.0/%s' % text)
-    except ValueError:
-        raise ValueError('%s: %r is not an IPv4 netmask (give 255.255.255.0 or a prefix length such as 24)'
-                         % (where, value))
-    if int(mask) == 0:
-        raise ValueError('%s: %r is not a usable netmask' % (where, value))
-    return str(mask)
+        return netmask_text(netmask_prefix(value))
+    except ValueError as error:
+        raise ValueError('%s: %r is not an IPv4 netmask (%s): %s' % (where, value, error, NETMASK_HELP))
 
 
 def _host_address(value, where):
+    """The dotted address ``value`` when a NIC may have it. :raises ValueError: naming ``where``."""
     try:
         address = ipaddress.IPv4Address(str(value).strip())
     except ValueError:
         raise ValueError('%s: %r is not an IPv4 address' % (where, value))
-    if address.is_unspecified or address.is_loopback or address.is_multicast or address == \
-            ipaddress.IPv4Address('255.255.255.255'):
-        raise ValueError('%s: %s cannot be a NIC address (unspecified, loopback, multicast or broadcast)'
-                         % (where, address))
+    special = special_network(address, address)
+    if special:
+        raise ValueError('%s: %s cannot be a NIC address: it is in %s' % (where, address, special))
     return str(address)
 
 

@@ -15,10 +15,11 @@ run (vllm_soak) share them.
 from __future__ import annotations
 
 import os
+import stat
 import threading
 
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils import _json
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._files import UnreadableFile, read_regular_file
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._files import FILE_TYPES, UnreadableFile, read_regular_file
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._benchmark import (
     PERCENTILES,
     BenchmarkError,
@@ -177,10 +178,54 @@ def read_bench_result(module, result, work_dir, base_url, warn, killed_msg, resu
         module.fail_json(msg='%s: %s' % (result_path, error.msg), **output_tail(result))
 
 
+def result_path_problems(work_dir, result_files, option='work_dir'):
+    """What stops the load generator from writing ``result_files`` in ``work_dir`` (the module's option ``option``),
+    each naming the option, before any load runs: ``work_dir`` not a directory, or something other than a regular
+    file or a symbolic link (which remove_old_result removes) where a result file goes - a directory, a FIFO, a
+    device, a socket, which vllm bench serve cannot write and this module must not remove. [] when none."""
+    try:
+        mode = os.stat(work_dir).st_mode
+    except (FileNotFoundError, NotADirectoryError):
+        return ['%s %s is not a directory (nothing is there): give an existing directory for the result file'
+                % (option, work_dir)]
+    except OSError as error:
+        return ['%s %s cannot be used for the result file: %s' % (option, work_dir, error.strerror or error)]
+    if not stat.S_ISDIR(mode):
+        kind = 'a regular file' if stat.S_ISREG(mode) else next(
+            (what for test, what in FILE_TYPES if test(mode)), 'a special file')
+        return ['%s %s is not a directory (it is %s): give an existing directory for the result file'
+                % (option, work_dir, kind)]
+    problems = []
+    for name in result_files:
+        path = os.path.join(work_dir, name)
+        try:
+            mode = os.lstat(path).st_mode
+        except FileNotFoundError:
+            continue
+        except OSError as error:
+            problems.append('%s: %s cannot be checked: %s' % (option, path, error.strerror or error))
+            continue
+        if stat.S_ISREG(mode) or stat.S_ISLNK(mode):
+            continue
+        kind = next((what for test, what in FILE_TYPES if test(mode)), 'a special file')
+        problems.append('%s %s holds %s named %s, where the load generator writes its result file: remove it or give '
+                        'another %s' % (option, work_dir, kind, name, option))
+    return problems
+
+
 def remove_old_result(work_dir, result_file=RESULT_FILE):
+    """The last run's result file removed, so that a run that writes none is not read as this one's.
+    :raises ValueError: naming work_dir when something else than a file is there or it cannot be removed."""
+    problems = result_path_problems(work_dir, [result_file])
+    if problems:
+        raise ValueError('; '.join(problems))
     path = os.path.join(work_dir, result_file)
-    if os.path.exists(path):
+    try:
         os.unlink(path)
+    except FileNotFoundError:
+        pass
+    except OSError as error:
+        raise ValueError('work_dir: the last result file %s cannot be removed: %s' % (path, error.strerror or error))
 
 
 def find_npu_smi(module, sample_npus, configured):

@@ -36,7 +36,10 @@ address, not the gateway, not an explicit address). Adding a node that sorts las
 leaves every other node's addresses as they were; give ``npu_network_index`` to grow a fleet in that order.
 
 Rejected, each with the variable to fix and the host and device concerned: a plan that is neither or both of
-``cidr`` and ``per_card_subnets``; a range that is not IPv4 ``a.b.c.d/prefix`` or has host bits set; ranges that
+``cidr`` and ``per_card_subnets``; a range that is not IPv4 ``a.b.c.d/prefix`` or has host bits set; a range in a
+network that is not for hosts, or a netmask that widens the NIC network into one (_ipv4: unspecified, loopback,
+link-local, multicast, reserved, broadcast), so that hccn_tool never refuses a planned address under a device's
+name; a netmask that _ipv4 does not read (``0``, ``0.0.0.0``, a hostmask, holes) and an explicit prefix 0; ranges that
 overlap; a range too small for its NICs (how many are needed and how many fit); a NIC network that overlaps a host
 interface network of any node (the RoCE network must not be a host network); an explicit address outside its
 device's network, equal to a network, broadcast or gateway address, or given twice; a gateway outside its network.
@@ -45,6 +48,14 @@ device's network, equal to a network, broadcast or gateway address, or given twi
 from __future__ import annotations
 
 import re
+
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._ipv4 import (
+    NETMASK_HELP,
+    PRIVATE_HELP,
+    netmask_prefix,
+    netmask_text,
+    special_network,
+)
 
 try:
     import netaddr
@@ -134,22 +145,15 @@ class _Pool:
 
 
 def _netmask_prefix(netmask, problems):
+    """The prefix of ``npu_network_netmask`` (null or empty: none), read by _ipv4's strict rule; None after adding
+    the problem."""
     if netmask is None or (isinstance(netmask, str) and not netmask.strip()):
         return None
-    if isinstance(netmask, int) and not isinstance(netmask, bool):
-        text = str(netmask)
-    elif isinstance(netmask, str):
-        text = netmask.strip().lstrip('/')
-    else:
-        text = None
-    if text is not None and re.match(r'^[0-9]{1,2}$', text) and int(text) <= 32:
-        return int(text)
-    parsed = _parse_ipv4(text, allow_prefix=False) if text is not None else None
-    if parsed is not None and netaddr.IPAddress(parsed[0]).is_netmask():
-        return netaddr.IPAddress(parsed[0]).netmask_bits()
-    problems.append('%s %r is not a netmask: give a dotted netmask such as 255.255.0.0 or a prefix length such as 16'
-                    % (NETMASK_VAR, netmask))
-    return None
+    try:
+        return netmask_prefix(netmask)
+    except ValueError as error:
+        problems.append('%s %r is not a netmask (%s): %s' % (NETMASK_VAR, netmask, error, NETMASK_HELP))
+        return None
 
 
 def _parse_range(value, label, prefix, problems):
@@ -192,6 +196,19 @@ def _pools(cidr, per_card_subnets, netmask, problems):
             network = addresses if prefix is None else _network(addresses.first, prefix)
             pools.append(_Pool('%s %s' % (label, addresses), addresses, network))
     if len(pools) != len(entries):
+        return []
+    # No NIC address from a network that is not for hosts, and no NIC network (a netmask widens it) reaching one:
+    # refused here under the variable set, not later by hccn_tool under a device's name.
+    for pool in pools:
+        special = special_network(pool.addresses.first, pool.addresses.last)
+        if special:
+            problems.append('%s is in %s, which is not for NIC addresses: %s' % (pool.label, special, PRIVATE_HELP))
+            continue
+        special = special_network(pool.network.first, pool.network.last)
+        if special:
+            problems.append('the NIC network %s of %s (%s %s) reaches %s: give a longer %s'
+                            % (pool.network, pool.label, NETMASK_VAR, netmask, special, NETMASK_VAR))
+    if problems:
         return []
     for later, pool in enumerate(pools):
         for earlier in pools[:later]:
@@ -315,6 +332,13 @@ def _explicit(node, label, devices, pools, problems):
             problems.append('%s, device %d: %r is not an address a.b.c.d or a.b.c.d/prefix' % (where, device, value))
             continue
         address, prefix = parsed
+        if prefix is not None:
+            try:
+                netmask_prefix(prefix)
+            except ValueError as error:
+                problems.append('%s, device %d: %r has no usable netmask (%s): %s'
+                                % (where, device, value, error, NETMASK_HELP))
+                continue
         pool = _pool_for(pools, device)
         own = pool.network if prefix is None else _network(address, prefix)
         if not pool.network.first <= address <= pool.network.last:
@@ -453,8 +477,7 @@ def plan_network(nodes, cidr=None, per_card_subnets=None, gateway=None, netmask=
                 prefix = pool.network.prefixlen if prefix is None else prefix
             else:
                 address, prefix = next(free[id(pool)]), pool.network.prefixlen
-            entry = {'device': device, 'address': _ip(address),
-                     'netmask': str(netaddr.IPNetwork('0.0.0.0/%d' % prefix).netmask), 'prefix': prefix}
+            entry = {'device': device, 'address': _ip(address), 'netmask': netmask_text(prefix), 'prefix': prefix}
             if pool.gateway is not None:
                 entry['gateway'] = _ip(pool.gateway)
             entries.append(entry)

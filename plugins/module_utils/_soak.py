@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils import _failure_catalogue
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils import _failure_catalogue, _numbers
 
 SOAK_SCHEMA = 'kunpeng_ascend.vllm/soak/1'
 PASS = 'PASS'
@@ -35,63 +35,106 @@ MIN_INTERVAL = 1.0
 MAX_WARMUP = 0.9
 HOUR = 3600.0
 MIB = 1024.0 * 1024.0
+# Requests one soak sends at most (rate x duration): vllm bench serve builds every request, its random token ids
+# included, in memory before it sends the first; ten million is weeks at a rate a server keeps.
+MAX_REQUESTS = 10 * 1000 * 1000
+# The load generator's time limit unless one is given: the run's duration x TIMEOUT_FACTOR + TIMEOUT_MARGIN seconds.
+TIMEOUT_FACTOR = 1.5
+TIMEOUT_MARGIN = 300
 # The option names of the thresholds and the other numbers, as the module takes them (the role prefixes them).
 OPTIONS = ('duration', 'interval', 'rate', 'warmup', 'max_hbm_growth', 'max_rss_growth', 'max_restarts',
            'max_known_failures')
-
-
-def _number(value):
-    """``value`` as a finite float (numbers and numeric strings, as ``-e`` gives them), None otherwise."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, str):
-        try:
-            value = float(value.strip())
-        except ValueError:
-            return None
-    if not isinstance(value, (int, float)):
-        return None
-    value = float(value)
-    return value if math.isfinite(value) else None
+# The load's own numbers, which vllm_soak shares with vllm_benchmark (the role names two of them vllm_benchmark_*).
+LOAD_OPTIONS = ('max_concurrency', 'input_len', 'output_len', 'timeout')
+# The module's defaults: a value not given is checked as the module would take it. duration and rate have none.
+DEFAULTS = {'interval': 30.0, 'warmup': 0.2, 'max_hbm_growth': 128.0, 'max_rss_growth': 512.0, 'max_restarts': 0,
+            'max_known_failures': 0, 'max_concurrency': 256, 'input_len': 128, 'output_len': 128, 'timeout': None}
+# Each number: the range _numbers checks, and what the message says it must be (the role's variables name no unit).
+_RULES = (
+    ('duration', dict(above=0, maximum=_numbers.MAX_SECONDS),
+     'seconds, more than 0 and at most %d' % _numbers.MAX_SECONDS),
+    ('rate', dict(above=0), 'requests/s, more than 0'),
+    ('interval', dict(minimum=MIN_INTERVAL, maximum=_numbers.MAX_SECONDS),
+     'seconds, %g or more (each sample runs systemctl, journalctl and npu-smi)' % MIN_INTERVAL),
+    ('warmup', dict(minimum=0, maximum=MAX_WARMUP), 'the fraction of the run left out of the fit, 0 to %g' % MAX_WARMUP),
+    ('max_hbm_growth', dict(minimum=0), 'MiB per hour, 0 or more'),
+    ('max_rss_growth', dict(minimum=0), 'MiB per hour, 0 or more'),
+    ('max_restarts', dict(minimum=0, integer=True), 'a whole number, 0 or more'),
+    ('max_known_failures', dict(minimum=0, integer=True), 'a whole number, 0 or more'),
+    ('max_concurrency', dict(minimum=1, integer=True), 'a whole number, 1 or more'),
+    ('input_len', dict(minimum=1, integer=True), 'a whole number of tokens, 1 or more'),
+    ('output_len', dict(minimum=1, integer=True), 'a whole number of tokens, 1 or more'),
+    ('timeout', dict(minimum=1, maximum=_numbers.MAX_SECONDS, integer=True),
+     'null or a whole number of seconds, 1 to %d' % _numbers.MAX_SECONDS),
+)
 
 
 def prompts(rate, duration):
-    """Requests that keep ``rate`` requests/s going for ``duration`` seconds: rate x duration, rounded up."""
-    return max(1, int(math.ceil(rate * duration - 1e-9)))
+    """Requests that keep ``rate`` requests/s going for ``duration`` seconds: rate x duration, rounded up (at most
+    MAX_REQUESTS once input_problems found none)."""
+    return max(1, int(math.ceil(float(rate) * float(duration) - 1e-9)))
 
 
-def input_problems(values, prefix=''):
-    """What is wrong with the soak's numbers ``values`` (keys OPTIONS), each message naming ``prefix`` + the key;
-    [] when they can run."""
+def load_timeout(values):
+    """Seconds the load generator may run: ``timeout``, else duration x TIMEOUT_FACTOR + TIMEOUT_MARGIN (at most
+    _numbers.MAX_SECONDS once input_problems found none)."""
+    if values.get('timeout') is not None:
+        return int(values['timeout'])
+    return int(math.ceil(float(values['duration']) * TIMEOUT_FACTOR + TIMEOUT_MARGIN))
+
+
+def _float(value):
+    """A number _numbers accepted as a float; an integer too large for one (a rate has no bound of its own, the
+    requests it makes have) is infinity, which the bounds then refuse."""
+    try:
+        return float(value)
+    except OverflowError:
+        return math.inf
+
+
+def input_problems(values, prefix='', names=None):
+    """What is wrong with the soak's numbers ``values`` (keys OPTIONS and LOAD_OPTIONS; one not given is checked as
+    its DEFAULTS value, the module's), each message naming ``prefix`` + the key, or ``names[key]``; [] when they can
+    run. The one check of the role's validation (filter soak_input_problems) and of module vllm_soak: every number
+    through _numbers (NaN, infinity, booleans, out of range), then what they make together - the samples the fit
+    gets, the requests (rate x duration) and the load generator's time limit."""
+    names = names or {}
+    given = dict(DEFAULTS, **dict((key, value) for key, value in values.items() if key in OPTIONS + LOAD_OPTIONS))
     problems = []
-    numbers = dict((key, _number(values.get(key))) for key in OPTIONS)
 
     def name(key):
-        return prefix + key
+        return names.get(key) or prefix + key
 
-    for key, low, accepts in (('duration', 0.0, 'seconds, more than 0'), ('rate', 0.0, 'requests/s, more than 0')):
-        if numbers[key] is None or numbers[key] <= low:
-            problems.append('%s must be %s; got %r' % (name(key), accepts, values.get(key)))
-    if numbers['interval'] is None or numbers['interval'] < MIN_INTERVAL:
-        problems.append('%s must be seconds, %g or more (each sample runs systemctl, journalctl and npu-smi); got %r'
-                        % (name('interval'), MIN_INTERVAL, values.get('interval')))
-    if numbers['warmup'] is None or not 0.0 <= numbers['warmup'] <= MAX_WARMUP:
-        problems.append('%s must be the fraction of the run left out of the fit, 0 to %g; got %r'
-                        % (name('warmup'), MAX_WARMUP, values.get('warmup')))
-    for key in ('max_hbm_growth', 'max_rss_growth'):
-        if numbers[key] is None or numbers[key] < 0:
-            problems.append('%s must be MiB per hour, 0 or more; got %r' % (name(key), values.get(key)))
-    for key in ('max_restarts', 'max_known_failures'):
-        if numbers[key] is None or numbers[key] < 0 or numbers[key] != int(numbers[key]):
-            problems.append('%s must be a whole number, 0 or more; got %r' % (name(key), values.get(key)))
-    if not problems:
-        fitted = numbers['duration'] * (1.0 - numbers['warmup'])
-        if fitted / numbers['interval'] + 1 < MIN_SAMPLES:
-            problems.append(
-                '%s (%g s) less its warm-up (%s %g) leaves %g s, which at %s %g s gives fewer than the %d samples the '
-                'fit needs: make the run longer or the interval shorter'
-                % (name('duration'), numbers['duration'], name('warmup'), numbers['warmup'], fitted, name('interval'),
-                   numbers['interval'], MIN_SAMPLES))
+    for key, bounds, accepts in _RULES:
+        value = given.get(key)
+        if key == 'timeout' and value is None:
+            continue
+        if _numbers.number_problem(name(key), value, **bounds):
+            problems.append('%s must be %s; got %r' % (name(key), accepts, value))
+    if problems:
+        return problems
+    numbers = dict((key, _float(given[key])) for key in ('duration', 'rate', 'interval', 'warmup'))
+    fitted = numbers['duration'] * (1.0 - numbers['warmup'])
+    if fitted / numbers['interval'] + 1 < MIN_SAMPLES:
+        problems.append(
+            '%s (%g s) less its warm-up (%s %g) leaves %g s, which at %s %g s gives fewer than the %d samples the '
+            'fit needs: make the run longer or the interval shorter'
+            % (name('duration'), numbers['duration'], name('warmup'), numbers['warmup'], fitted, name('interval'),
+               numbers['interval'], MIN_SAMPLES))
+    requests = numbers['rate'] * numbers['duration']
+    if not requests <= MAX_REQUESTS:     # infinity too, when the product overflows
+        problems.append('%s x %s (%g x %g s) asks for %g requests, more than the %d one soak sends at most (the load '
+                        'generator builds them all in memory first): lower the rate or shorten the run'
+                        % (name('rate'), name('duration'), numbers['rate'], numbers['duration'], requests, MAX_REQUESTS))
+    if given.get('timeout') is None:
+        limit = numbers['duration'] * TIMEOUT_FACTOR + TIMEOUT_MARGIN
+        if limit > _numbers.MAX_SECONDS:
+            problems.append("%s (%g s) x %g + %d s, the load generator's time limit, is more than %d s: shorten the "
+                            "run or give a timeout" % (name('duration'), numbers['duration'], TIMEOUT_FACTOR,
+                                                       TIMEOUT_MARGIN, _numbers.MAX_SECONDS))
+    elif int(float(given['timeout'])) <= numbers['duration']:
+        problems.append('%s (%s s) must be more than %s (%g s): the load generator would be stopped before the run '
+                        'ends' % (name('timeout'), given['timeout'], name('duration'), numbers['duration']))
     return problems
 
 

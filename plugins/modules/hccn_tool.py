@@ -21,8 +21,11 @@ description:
     left alone.
   - Some driver releases write C(/etc/hccn.conf) themselves on C(-s); the module then writes the file only where
     it still differs, so a second run changes nothing.
-  - Addresses and netmasks are checked before anything runs (IPv4; a host address of its subnet; the gateway inside
-    it; no address on two devices); a mistake fails naming the entry, such as C(devices[2].netmask).
+  - Addresses and netmasks are checked before anything runs (IPv4; a host address of its subnet, in no network that is
+    not for hosts - unspecified C(0.0.0.0/8), loopback, link-local, multicast, reserved C(240.0.0.0/4) with the
+    broadcast address; the gateway inside it; no address on two devices; a netmask that is a prefix length from 1 to
+    32 or a dotted netmask whose ones come first, never C(0) or C(0.0.0.0)); a mistake fails naming the entry, such
+    as C(devices[2].netmask).
   - A device id the host does not have fails with hccn_tool's own message and the entry to fix.
   - At most 20 warnings are reported, then one with the count of the others.
 author:
@@ -58,7 +61,8 @@ options:
         description: The NIC's IPv4 address. Given alone, the device's current netmask is kept.
         type: str
       netmask:
-        description: Its netmask, dotted (C(255.255.255.0)) or as a prefix length (C(24)).
+        description: Its netmask, dotted with its ones first (C(255.255.255.0)) or as a prefix length from 1 to 32
+          (C(24)).
         type: str
       gateway:
         description: The NIC's default gateway (C(hccn_tool -gateway -s gateway G)); inside the NIC's subnet.

@@ -55,11 +55,14 @@ options:
     type: str
     default: inf
   work_dir:
-    description: An existing directory on this host for the result file and the load generator's output.
+    description: An existing directory on this host for the result file and the load generator's output; a result
+      file's name there (C(vllm-bench-result.json), with O(priority_share) C(vllm-bench-result-priority.json) and
+      C(vllm-bench-result-rest.json)) must be a file or nothing, which is checked before any load runs.
     type: path
     required: true
   sample_interval:
-    description: Seconds between samples, 0.1 or more. A sample of C(npu-smi info) that takes longer delays the next.
+    description: Seconds between samples, 0.1 or more (at most 366 days). A sample of C(npu-smi info) that takes
+      longer delays the next.
     type: float
     default: 1.0
   measure_loadgen_cpu:
@@ -77,7 +80,7 @@ options:
     elements: dict
     default: []
   timeout:
-    description: Seconds the load generator may run before it is killed and the module fails.
+    description: Seconds the load generator may run before it is killed and the module fails, 1 to 366 days.
     type: int
     default: 3600
   priority_share:
@@ -176,7 +179,6 @@ benchmark:
 """
 
 import json
-import os
 import time
 
 from ansible.module_utils.basic import AnsibleModule
@@ -193,6 +195,7 @@ from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._benchmark imp
     cpu_percent_series,
     evaluate_targets,
     in_window,
+    load_number_problems,
     merged_metrics,
     parse_targets,
     priority_loads,
@@ -214,28 +217,24 @@ from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._load_generato
     output_tail,
     read_bench_result,
     remove_old_result,
+    result_path_problems,
 )
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._numbers import number_problem
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._warnings import WarningCap
 
 
 def check_params(module, params):
+    """Every problem of the options at once, before anything runs: each number through _numbers (NaN, infinity and
+    values that would overflow the time limits refused; the time limits and the rate by the rule the role's validation
+    applies too), the priority class, the result files' folder."""
     problems = []
-    for name, low in (('num_prompts', 1), ('input_len', 1), ('output_len', 1), ('max_concurrency', 1),
-                      ('timeout', 1)):
-        if params[name] < low:
+    for name, low in (('num_prompts', 1), ('input_len', 1), ('output_len', 1), ('max_concurrency', 1)):
+        if number_problem(name, params[name], minimum=low, integer=True):
             problems.append('%s must be %d or more, not %d' % (name, low, params[name]))
-    if params['sample_interval'] < 0.1:
-        problems.append('sample_interval must be 0.1 or more seconds, not %s' % params['sample_interval'])
-    if params['request_rate'] != 'inf':
-        try:
-            if float(params['request_rate']) <= 0:
-                raise ValueError
-        except ValueError:
-            problems.append('request_rate must be inf or a positive number, not %r' % params['request_rate'])
+    problems.extend(load_number_problems(params, prefix=''))
     if not params['command']:
         problems.append('command must name vLLM\'s CLI, such as [/opt/vllm/venv/bin/vllm]')
-    if not os.path.isdir(params['work_dir']):
-        problems.append('work_dir %s is not a directory' % params['work_dir'])
+    problems.extend(result_path_problems(params['work_dir'], []))
     problems.extend(priority_problems(params['priority_share'], params['priority'], prefix=''))
     if problems:
         module.fail_json(msg='; '.join(problems))
@@ -254,9 +253,16 @@ def load_generators(module, params, work_dir, clock):
                  (['--extra-body', json.dumps({'priority': priority})] if priority else []) + ['--save-detailed'])
                 for name, priority in ((PRIORITY_CLASS, params['priority']), (REST_CLASS, DEFAULT_PRIORITY))
                 if loads[name] is not None]
+    # Every result file's place is checked before any is removed and any load runs.
+    problems = result_path_problems(work_dir, [entry[3] for entry in plan])
+    if problems:
+        module.fail_json(msg='; '.join(problems))
     gens = []
     for name, priority, load, result_file, extra in plan:
-        remove_old_result(work_dir, result_file)
+        try:
+            remove_old_result(work_dir, result_file)
+        except ValueError as error:
+            module.fail_json(msg=str(error))
         share = dict((key, load[key]) for key in ('num_prompts', 'max_concurrency', 'request_rate'))
         argv = bench_argv(dict(params, **share), work_dir, result_file, extra)
         gens.append({'class': name, 'priority': priority, 'loads': load, 'argv': argv, 'result_file': result_file,

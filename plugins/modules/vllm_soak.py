@@ -25,6 +25,9 @@ description:
     O(max_restarts) times or the journal shows more than O(max_known_failures) lines of known failures;
     C(NOT_ENOUGH_SAMPLES) when a growth had fewer than 5 readings to fit after the warm-up; else C(PASS). The
     verdict does not fail the module; a load that cannot run does.
+  - Every number is checked before anything runs (finite, in its range, and rate x duration and the time limit
+    bounded), by the same rule as the role C(kunpeng_ascend.vllm.vllm_benchmark)'s filter
+    C(kunpeng_ascend.vllm.soak_input_problems), so that an input the role accepted never fails here.
 author:
   - kunpeng_ascend.vllm maintainers (@kunpeng-ascend)
 extends_documentation_fragment:
@@ -43,7 +46,7 @@ attributes:
     platforms: posix
 options:
   max_concurrency:
-    description: Requests in flight at most; high enough that the rate, not this limit, sets the load.
+    description: Requests in flight at most, 1 or more; high enough that the rate, not this limit, sets the load.
     type: int
     default: 256
   rate:
@@ -51,11 +54,12 @@ options:
     type: float
     required: true
   duration:
-    description: Seconds the load lasts (the number of requests is O(rate) x O(duration), rounded up).
+    description: Seconds the load lasts, at most 366 days (the number of requests is O(rate) x O(duration), rounded
+      up, at most 10 million).
     type: float
     required: true
   interval:
-    description: Seconds between samples, 1 or more.
+    description: Seconds between samples, 1 or more; the run after its warm-up must hold 5 samples.
     type: float
     default: 30
   warmup:
@@ -64,7 +68,8 @@ options:
     type: float
     default: 0.2
   work_dir:
-    description: An existing directory on this host for the load generator's result file; required unless in check mode.
+    description: An existing directory on this host for the load generator's result file (C(vllm-bench-result.json),
+      which must be a file if it is there); required unless in check mode.
     type: path
   unit:
     description: The service's systemd unit, such as V(vllm.service).
@@ -100,8 +105,8 @@ options:
     type: int
     default: 0
   timeout:
-    description: Seconds the load generator may run before it is killed and the module fails; default O(duration)
-      x 1.5 + 300.
+    description: Seconds the load generator may run before it is killed and the module fails, more than
+      O(duration) and at most 366 days; default O(duration) x 1.5 + 300 (which must be at most 366 days).
     type: int
 notes:
   - The resident memory of several processes is the sum of their C(VmRSS), so pages they share count once per
@@ -187,6 +192,7 @@ from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils import _proc, 
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._benchmark import sample_until_done, scalar_fields
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._command import KILL_AFTER_SECONDS, CommandRunner
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._load_generator import (
+    RESULT_FILE,
     LoadGenerator,
     NpuSampler,
     argument_spec,
@@ -194,6 +200,7 @@ from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._load_generato
     find_npu_smi,
     read_bench_result,
     remove_old_result,
+    result_path_problems,
 )
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._proc import ProcReader
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._warnings import WarningCap
@@ -271,10 +278,9 @@ class ServiceSampler:
 
 
 def check_params(module, params):
+    """Every problem of the options at once (the numbers by the rule the role's validation applies too), before
+    anything runs; the result file's place checked unless in check mode."""
     problems = _soak.input_problems(params)
-    for name in ('input_len', 'output_len', 'max_concurrency'):
-        if params[name] < 1:
-            problems.append('%s must be 1 or more, not %d' % (name, params[name]))
     if not params['command']:
         problems.append('command must name vLLM\'s CLI, such as [/opt/vllm/venv/bin/vllm]')
     problem = _systemd.unit_name_problem(params['unit'], 'unit')
@@ -282,10 +288,11 @@ def check_params(module, params):
         problems.append(problem)
     if params['mode'] == 'container' and not (params['engine'] and params['container_name']):
         problems.append('container mode needs engine and container_name')
-    if not module.check_mode and not params['work_dir']:
-        problems.append('work_dir is required to run the load')
-    if params['timeout'] is not None and params['timeout'] < 1:
-        problems.append('timeout must be 1 or more, not %d' % params['timeout'])
+    if not module.check_mode:
+        if not params['work_dir']:
+            problems.append('work_dir is required to run the load')
+        else:
+            problems.extend(result_path_problems(params['work_dir'], [RESULT_FILE]))
     if problems:
         module.fail_json(msg='; '.join(problems))
 
@@ -297,20 +304,20 @@ def main(clock=time.monotonic, sleep=time.sleep, wall=time.time, processes=None)
     module = AnsibleModule(
         argument_spec=dict(
             argument_spec(),
-            max_concurrency=dict(type='int', default=256),
+            max_concurrency=dict(type='int', default=_soak.DEFAULTS['max_concurrency']),
             rate=dict(type='float', required=True),
             duration=dict(type='float', required=True),
-            interval=dict(type='float', default=30.0),
-            warmup=dict(type='float', default=0.2),
+            interval=dict(type='float', default=_soak.DEFAULTS['interval']),
+            warmup=dict(type='float', default=_soak.DEFAULTS['warmup']),
             work_dir=dict(type='path'),
             unit=dict(type='str', required=True),
             mode=dict(type='str', default='native', choices=['native', 'container']),
             engine=dict(type='str', choices=['docker', 'podman']),
             container_name=dict(type='str'),
-            max_hbm_growth=dict(type='float', default=128.0),
-            max_rss_growth=dict(type='float', default=512.0),
-            max_restarts=dict(type='int', default=0),
-            max_known_failures=dict(type='int', default=0),
+            max_hbm_growth=dict(type='float', default=_soak.DEFAULTS['max_hbm_growth']),
+            max_rss_growth=dict(type='float', default=_soak.DEFAULTS['max_rss_growth']),
+            max_restarts=dict(type='int', default=_soak.DEFAULTS['max_restarts']),
+            max_known_failures=dict(type='int', default=_soak.DEFAULTS['max_known_failures']),
             timeout=dict(type='int'),
         ),
         supports_check_mode=True,
@@ -327,9 +334,12 @@ def main(clock=time.monotonic, sleep=time.sleep, wall=time.time, processes=None)
     npu_smi = find_npu_smi(module, params['sample_npus'], params['npu_smi_path'])
     # Each reading must answer within the interval's order of magnitude, or the sampling would stall.
     runner = CommandRunner(module, max(10, int(params['interval'] * 2)))
-    timeout = params['timeout'] or int(params['duration'] * 1.5 + 300)
+    timeout = _soak.load_timeout(params)
 
-    remove_old_result(work_dir)
+    try:
+        remove_old_result(work_dir)
+    except ValueError as error:
+        module.fail_json(msg=str(error))
     service = ServiceSampler(module, runner, processes, params, wall(), warnings)
     npus = NpuSampler(runner, npu_smi, params['npu_ids'], warnings)
     load = LoadGenerator(module, argv, params['api_key'], timeout, clock, params['ca_path'])

@@ -75,12 +75,40 @@ def test_the_summary_lists_each_runs_comparison():
     assert summary['comparison'] == [dict(comparison, host='n1', label='c4', max_concurrency=4)]
 
 
+@pytest.mark.parametrize('load, message', [
+    ({'sample_interval': float('inf')}, 'vllm_benchmark_sample_interval must be 0.1 or more seconds, at most 31622400; '
+                                        'got inf'),
+    ({'sample_interval': 'nan'}, "vllm_benchmark_sample_interval must be 0.1 or more seconds, at most 31622400; got "
+                                 "'nan'"),
+    ({'timeout': 10 ** 12}, 'vllm_benchmark_timeout must be 1 to 31622400 seconds; got 1000000000000'),
+    ({'timeout': 10 ** 400}, 'vllm_benchmark_timeout must be 1 to 31622400 seconds; got %d' % 10 ** 400),
+    ({'request_rate': '9' * 400}, "vllm_benchmark_request_rate must be inf or a positive number; got '%s'" % ('9' * 400)),
+    ({'request_rate': 'NaN'}, "vllm_benchmark_request_rate must be inf or a positive number; got 'NaN'"),
+])
+def test_the_load_numbers_the_module_refuses_the_role_refuses_first(load, message):
+    values = dict({'priority_share': None, 'priority': -1, 'compare': None, 'sample_interval': 1.0, 'timeout': 3600,
+                   'request_rate': 'inf'}, **load)
+    assert benchmark.benchmark_input_problems(values) == [message]
+
+
+@pytest.mark.parametrize('share', [10 ** 400, float('nan'), float('inf'), '1e400', True])
+def test_a_priority_share_that_is_no_finite_number_is_named_never_raised(share):
+    assert benchmark.benchmark_input_problems({'priority_share': share, 'priority': -1, 'compare': None})[0].startswith(
+        'vllm_benchmark_priority_share must be null (no priority class) or a number above 0 and up to 1')
+
+
 def test_the_soak_filter_names_the_role_variables():
     assert benchmark.soak_input_problems({'duration': 0, 'interval': 30, 'rate': 1, 'warmup': 0.2, 'max_hbm_growth': 1,
                                           'max_rss_growth': 1, 'max_restarts': 0, 'max_known_failures': 0}) == [
-        'vllm_benchmark_soak_duration must be seconds, more than 0; got 0']
+        'vllm_benchmark_soak_duration must be seconds, more than 0 and at most 31622400; got 0']
+    # The load's lengths are the benchmark's variables, shared with the sweep.
+    assert benchmark.soak_input_problems({'duration': 600, 'rate': 1, 'input_len': 0, 'max_concurrency': 0.5}) == [
+        'vllm_benchmark_soak_max_concurrency must be a whole number, 1 or more; got 0.5',
+        'vllm_benchmark_input_len must be a whole number of tokens, 1 or more; got 0']
     with pytest.raises(AnsibleFilterError, match='soak_input_problems takes a dict'):
         benchmark.soak_input_problems([1])
+    with pytest.raises(AnsibleFilterError, match='soak_input_problems: unknown option.s. durations; the options are'):
+        benchmark.soak_input_problems({'durations': 1})
 
 
 def test_bad_targets_fail_naming_the_variable():

@@ -45,6 +45,21 @@ def test_a_plan_that_cannot_work_is_a_filter_error_naming_the_variable():
         '10.0.0.12/24 of host node2: the NPU (RoCE) network must not be a host network')
 
 
+@pytest.mark.parametrize('plan, message', [
+    ({'cidr': '127.0.0.0/24'}, 'npu_network_plan: npu_network_cidr 127.0.0.0/24 is in the loopback network 127.0.0.0/8, '
+                               'which is not for NIC addresses'),
+    ({'per_card_subnets': ['192.168.100.0/24', '169.254.0.0/24']},
+     'npu_network_plan: npu_network_per_card_subnets[1] 169.254.0.0/24 is in the link-local network 169.254.0.0/16'),
+    ({'cidr': '192.168.100.0/24', 'netmask': '0'}, "npu_network_plan: npu_network_netmask '0' is not a netmask (prefix 0"),
+    ({'cidr': '192.168.100.0/24', 'netmask': '0.0.0.0'},
+     "npu_network_plan: npu_network_netmask '0.0.0.0' is not a netmask (0.0.0.0 would put"),
+])
+def test_a_network_not_for_hosts_or_netmask_0_is_refused_by_the_variable_set(plan, message):
+    with pytest.raises(AnsibleFilterError) as raised:
+        plugin.npu_network_plan([{'name': 'node1', 'npu_count': 8}], **plan)
+    assert str(raised.value).startswith(message)
+
+
 def test_without_netaddr_the_error_says_what_to_install(monkeypatch):
     monkeypatch.setattr(plugin, 'HAS_NETADDR', False)
     with pytest.raises(AnsibleFilterError) as raised:

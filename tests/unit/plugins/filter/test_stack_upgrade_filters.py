@@ -51,7 +51,18 @@ def test_package_record_and_model_choice_refuse_bad_input():
         stack_package_record(None, '8.2.RC1', ['/p'])
     with pytest.raises(AnsibleFilterError, match='the input must be the list of files'):
         model_dir_choice({'files': []}, '/data/models')
-    assert model_dir_choice([], '/data/models') == {'chosen': None, 'directories': []}
+    assert model_dir_choice([], '/data/models') == {'chosen': None, 'directories': [], 'manifests': {}, 'problems': []}
+    with pytest.raises(AnsibleFilterError, match='^model_dir_choice: root must be the absolute path'):
+        model_dir_choice([], 'models')
+
+
+def test_model_choice_passes_the_links_and_the_manifests():
+    digest = '0' * 64
+    files = [{'path': '/m/v1/SHA256SUMS', 'mtime': 2, 'isreg': True, 'isdir': False, 'islnk': False},
+             {'path': '/m/v1/w', 'mtime': 1, 'isreg': False, 'isdir': False, 'islnk': True},
+             {'path': '/m/blob', 'mtime': 1, 'isreg': True, 'isdir': False, 'islnk': False}]
+    result = model_dir_choice(files, '/m/', {'/m/v1': '%s  w\n' % digest}, '/m/v1/w\0../blob\0')
+    assert (result['chosen'], result['problems']) == ('/m/v1', [])
 
 
 def test_rollback_plan_refuses_bad_input_and_takes_null_found():
@@ -64,3 +75,17 @@ def test_rollback_plan_refuses_bad_input_and_takes_null_found():
     assert result['needs'] == {'toolkit': '8.1.RC1', 'kernels': '8.1.RC1'}
     assert result['message'].startswith('no package of the installed toolkit 8.1.RC1 (Ascend-cann-toolkit_8.1.RC1_')
     assert result['message'].endswith(') in /p')
+
+
+def test_rollback_plan_message_says_an_unknown_version_and_the_variable_never_none():
+    result = stack_rollback_plan({'driver': '24.1.rc1', 'firmware': None}, {'driver': '24.1.0', 'firmware': 'None'},
+                                 {'driver': '/p/d.run'}, where=['/p'])
+    assert result['complete'] is False and result['hdk'] is None
+    assert result['message'] == (
+        "no known firmware version to go back to (neither the last known good's stack nor the installed stack gives "
+        "one), so the rollback cannot put the driver and firmware back: set npu_driver_firmware_version and "
+        "npu_driver_version to the known good's and run role npu_driver")
+    with pytest.raises(AnsibleFilterError, match='^stack_previous_packages: the installed driver version must be'):
+        stack_previous_packages({'driver': ['24.1.0']}, [])
+    with pytest.raises(AnsibleFilterError, match='^stack_package_record: the version installed must be'):
+        stack_package_record(None, {'v': 1}, {})

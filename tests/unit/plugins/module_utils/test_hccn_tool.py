@@ -332,6 +332,33 @@ def test_validate_names_the_entry_to_fix(devices, message):
         H.validate_devices(devices)
 
 
+@pytest.mark.parametrize('netmask', ['0', 0, '/0', '00', '0.0.0.0', ' 0.0.0.0', '0.0.0.255', '255.0.255.0',
+                                     '255.255.255.1', '33', '255.255.255.0/24', 'True', '24.0', '0x18', '\u0662\u0664'])
+def test_a_netmask_is_read_strictly_and_0_is_never_planned(netmask):
+    """No 0.0.0.0 (nor a hostmask, nor a mask with holes) ever reaches hccn_tool -ip -s: the entry is named."""
+    with pytest.raises(ValueError, match=r"^devices\[0\]\.netmask: .* is not an IPv4 netmask \(.*\): give a prefix "
+                                         r"length from 1 to 32"):
+        H.validate_devices([{'id': 0, 'address': '10.0.0.11', 'netmask': netmask}])
+
+
+@pytest.mark.parametrize('netmask, dotted', [('24', '255.255.255.0'), (' /16 ', '255.255.0.0'), ('1', '128.0.0.0'),
+                                             ('32', '255.255.255.255'), ('255.255.254.0', '255.255.254.0')])
+def test_a_netmask_as_a_prefix_or_a_contiguous_mask_is_dotted(netmask, dotted):
+    assert H.validate_devices([{'id': 0, 'netmask': netmask}])[0]['netmask'] == dotted
+
+
+@pytest.mark.parametrize('key', ['address', 'gateway', 'netdetect'])
+@pytest.mark.parametrize('address, network', [
+    ('127.0.0.1', 'loopback'), ('127.255.255.254', 'loopback'), ('0.0.0.0', 'unspecified'), ('0.1.2.3', 'unspecified'),
+    ('169.254.1.1', 'link-local'), ('224.0.0.1', 'multicast'), ('239.1.1.1', 'multicast'), ('240.0.0.1', 'reserved'),
+    ('255.255.255.255', 'reserved'),
+])
+def test_an_address_in_a_network_not_for_hosts_is_refused_naming_the_entry(key, address, network):
+    with pytest.raises(ValueError, match=r'^devices\[0\]\.%s: %s cannot be a NIC address: it is in the %s network'
+                       % (key, re.escape(address), network)):
+        H.validate_devices([{'id': 0, key: address}])
+
+
 # --- the plan ---------------------------------------------------------------------------------------------------------
 
 NOW = {0: {'address': '10.20.11.11', 'netmask': '255.255.255.0', 'gateway': None, 'netdetect': None, 'tls': True},

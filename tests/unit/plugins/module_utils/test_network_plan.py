@@ -14,6 +14,7 @@ import re
 
 import pytest
 
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._hccn_tool import validate_devices
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._network_plan import (
     MAX_DEVICES,
     NetworkPlanError,
@@ -198,11 +199,95 @@ def test_a_range_with_host_bits_set():
         'npu_network_cidr 10.20.3.4/16 has host bits set: the range is 10.20.0.0/16')
 
 
-@pytest.mark.parametrize('netmask', ['255.0.255.0', 'wide', 33, '0.0.0', True])
-def test_a_netmask_that_is_not_one(netmask):
+NETMASK_HELP = 'give a prefix length from 1 to 32 (such as 24) or a dotted netmask such as 255.255.255.0'
+
+
+@pytest.mark.parametrize('netmask, why', [
+    ('0', "prefix 0 would put every address on the NIC's network"),
+    (0, "prefix 0 would put every address on the NIC's network"),
+    ('/0', "prefix 0 would put every address on the NIC's network"),
+    ('00', "prefix 0 would put every address on the NIC's network"),
+    ('0.0.0.0', "0.0.0.0 would put every address on the NIC's network"),
+    (' 0.0.0.0 ', "0.0.0.0 would put every address on the NIC's network"),
+    ('255.0.255.0', 'its ones do not all come first'),
+    ('0.0.0.255', 'its ones do not all come first'),           # a hostmask
+    ('255.255.255.1', 'its ones do not all come first'),
+    ('128.0.0.1', 'its ones do not all come first'),
+    (33, 'an IPv4 prefix length is at most 32'),
+    ('99', 'an IPv4 prefix length is at most 32'),
+    ('wide', 'neither a prefix length nor a dotted netmask'),
+    ('0.0.0', 'neither a prefix length nor a dotted netmask'),
+    ('255.255.255.256', 'neither a prefix length nor a dotted netmask'),
+    ('255.255.0.0/16', 'neither a prefix length nor a dotted netmask'),
+    ('-16', 'neither a prefix length nor a dotted netmask'),
+    ('016.0.0.0', 'neither a prefix length nor a dotted netmask'),
+    ('\u0661\u0666', 'neither a prefix length nor a dotted netmask'),    # Arabic-Indic digits 16
+    (True, 'a netmask is a number or a text, not bool'),
+    (16.0, 'a netmask is a number or a text, not float'),
+    ([16], 'a netmask is a number or a text, not list'),
+])
+def test_a_netmask_that_is_not_one(netmask, why):
     assert the_problem([a2('a')], cidr='10.20.0.0/16', netmask=netmask) == (
-        'npu_network_netmask %r is not a netmask: give a dotted netmask such as 255.255.0.0 or a prefix length such '
-        'as 16' % (netmask,))
+        'npu_network_netmask %r is not a netmask (%s): %s' % (netmask, why, NETMASK_HELP))
+
+
+@pytest.mark.parametrize('netmask, prefix', [(16, 16), ('16', 16), ('/16', 16), (' 255.255.0.0 ', 16), ('8', 8),
+                                             ('255.0.0.0', 8), ('255.255.254.0', 23), (24, 24)])
+def test_a_netmask_is_read_strictly_as_a_prefix_or_a_contiguous_mask(netmask, prefix):
+    plan = plan_network([{'name': 'a', 'npu_count': 1}], cidr='10.20.11.0/24', netmask=netmask)
+    assert plan['a'][0]['prefix'] == prefix
+
+
+SPECIAL = [
+    ('127.0.0.0/24', 'the loopback network 127.0.0.0/8'),
+    ('127.1.2.0/30', 'the loopback network 127.0.0.0/8'),
+    ('0.0.0.0/8', 'the unspecified network 0.0.0.0/8'),
+    ('0.0.0.0/0', 'the unspecified network 0.0.0.0/8'),
+    ('0.0.0.0/1', 'the unspecified network 0.0.0.0/8'),
+    ('64.0.0.0/2', 'the loopback network 127.0.0.0/8'),
+    ('169.254.0.0/16', 'the link-local network 169.254.0.0/16'),
+    ('169.254.10.0/24', 'the link-local network 169.254.0.0/16'),
+    ('169.0.0.0/8', 'the link-local network 169.254.0.0/16'),
+    ('224.0.0.0/24', 'the multicast network 224.0.0.0/4'),
+    ('239.255.0.0/16', 'the multicast network 224.0.0.0/4'),
+    ('240.0.0.0/24', 'the reserved network 240.0.0.0/4 (with the broadcast address 255.255.255.255)'),
+    ('255.255.255.0/24', 'the reserved network 240.0.0.0/4 (with the broadcast address 255.255.255.255)'),
+    ('255.255.255.255/32', 'the reserved network 240.0.0.0/4 (with the broadcast address 255.255.255.255)'),
+    ('192.0.0.0/2', 'the multicast network 224.0.0.0/4'),
+]
+PRIVATE_HELP = 'give a private range such as 10.20.0.0/16, 172.16.0.0/16 or 192.168.100.0/24'
+
+
+@pytest.mark.parametrize('cidr, special', SPECIAL)
+def test_a_range_that_is_not_for_hosts_is_refused_naming_the_variable(cidr, special):
+    assert the_problem([a2('a')], cidr=cidr) == (
+        'npu_network_cidr %s is in %s, which is not for NIC addresses: %s' % (cidr, special, PRIVATE_HELP))
+
+
+@pytest.mark.parametrize('cidr, special', SPECIAL)
+def test_a_card_subnet_that_is_not_for_hosts_is_refused_naming_its_entry(cidr, special):
+    found = problems([a2('a')], per_card_subnets=['10.20.0.0/24', cidr])
+    assert found[0] == ('npu_network_per_card_subnets[1] %s is in %s, which is not for NIC addresses: %s'
+                        % (cidr, special, PRIVATE_HELP))
+
+
+@pytest.mark.parametrize('cidr, netmask, network, special', [
+    ('10.0.0.0/24', 1, '0.0.0.0/1', 'the unspecified network 0.0.0.0/8'),
+    ('126.255.255.0/24', 7, '126.0.0.0/7', 'the loopback network 127.0.0.0/8'),
+    ('169.0.0.0/24', '255.0.0.0', '169.0.0.0/8', 'the link-local network 169.254.0.0/16'),
+    ('192.168.0.0/24', '128.0.0.0', '128.0.0.0/1', 'the link-local network 169.254.0.0/16'),
+])
+def test_a_netmask_that_widens_the_network_into_one_not_for_hosts_is_refused(cidr, netmask, network, special):
+    assert the_problem([a2('a')], cidr=cidr, netmask=netmask) == (
+        'the NIC network %s of npu_network_cidr %s (npu_network_netmask %s) reaches %s: give a longer '
+        'npu_network_netmask' % (network, cidr, netmask, special))
+
+
+@pytest.mark.parametrize('address', ['10.20.0.9/0', '10.20.0.9/00'])
+def test_an_explicit_address_with_prefix_0_is_refused(address):
+    assert the_problem([a2('a', explicit={0: address})], cidr='10.20.0.0/16') == (
+        "npu_network_addresses of host a, device 0: %r has no usable netmask (prefix 0 would put every address on the "
+        "NIC's network): %s" % (address, NETMASK_HELP))
 
 
 def test_a_netmask_narrower_than_the_range():
@@ -471,6 +556,20 @@ def test_random_inventories(seed):
     grown = plan_network(nodes + [{'name': 'zzz', 'npu_count': 8}], **plan)
     assert {name: entries for name, entries in grown.items() if name != 'zzz'} == result
     check_plan(nodes + [{'name': 'zzz', 'npu_count': 8, 'host_addresses': []}], plan, ranges, grown)
+
+
+@pytest.mark.parametrize('seed', range(60))
+def test_every_nic_the_plan_gives_hccn_tool_takes(seed):
+    """The plan and module hccn_tool judge addresses and netmasks by the same rules: every NIC planned is a device
+    entry hccn_tool accepts (as role npu_network passes it), so nothing is refused later under a name the user did
+    not set."""
+    nodes, plan, _ranges = random_inventory(random.Random(seed))
+    for entries in plan_network(nodes, **plan).values():
+        devices = [dict({'id': nic['device'], 'address': nic['address'], 'netmask': nic['netmask']},
+                        **({'gateway': nic['gateway'], 'netdetect': nic['gateway']} if 'gateway' in nic else {}))
+                   for nic in entries]
+        checked = validate_devices(devices)
+        assert [item['netmask'] for item in checked] == [nic['netmask'] for nic in entries]
 
 
 @pytest.mark.parametrize('seed', range(20))

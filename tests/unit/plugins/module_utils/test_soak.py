@@ -9,11 +9,12 @@ the container's PID."""
 
 from __future__ import annotations
 
+import math
 import random
 
 import pytest
 
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils import _soak, _systemd
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils import _numbers, _soak, _systemd
 from ansible_collections.kunpeng_ascend.vllm.tests.helpers import load_fixture
 
 LIMITS = {'max_hbm_growth': 128.0, 'max_rss_growth': 512.0, 'max_restarts': 0, 'max_known_failures': 0}
@@ -173,7 +174,7 @@ def test_good_inputs_have_no_problem_and_numbers_may_come_as_strings():
 
 
 @pytest.mark.parametrize('changes, message', [
-    ({'duration': 0}, 'vllm_benchmark_soak_duration must be seconds, more than 0; got 0'),
+    ({'duration': 0}, 'vllm_benchmark_soak_duration must be seconds, more than 0 and at most 31622400; got 0'),
     ({'rate': -1}, 'vllm_benchmark_soak_rate must be requests/s, more than 0; got -1'),
     ({'rate': 'fast'}, "vllm_benchmark_soak_rate must be requests/s, more than 0; got 'fast'"),
     ({'interval': 0.5}, 'vllm_benchmark_soak_interval must be seconds, 1 or more'),
@@ -193,3 +194,65 @@ def test_bad_inputs_are_named(changes, message):
 @pytest.mark.parametrize('rate, duration, count', [(2, 3600, 7200), (0.3, 10, 3), (0.01, 10, 1), (1.5, 60, 90)])
 def test_prompts_keep_the_rate_for_the_duration(rate, duration, count):
     assert _soak.prompts(rate, duration) == count
+
+
+NAN, INF = float('nan'), float('inf')
+# Every number of the soak, each hostile value: NaN, infinity either way, a boolean, overflowing sizes, out of range,
+# not a number at all, and strings of those (as -e gives them).
+HOSTILE = [NAN, INF, -INF, True, False, None, 'nan', 'inf', '-inf', 'Infinity', '1e400', 10 ** 400, -(10 ** 400),
+           1e308, -1, -0.5, 0.5, 'fast', '', [], {}, '3.5', ' 2 ']
+
+
+@pytest.mark.parametrize('key', _soak.OPTIONS + _soak.LOAD_OPTIONS)
+@pytest.mark.parametrize('value', HOSTILE, ids=repr)
+def test_every_number_is_checked_by_numbers_and_never_raises(key, value):
+    problems = _soak.input_problems(dict(GOOD, **{key: value}), 'x_')
+    assert isinstance(problems, list)
+    bounds = dict((rule[0], rule[1]) for rule in _soak._RULES)[key]
+    if value is None and key == 'timeout':
+        assert problems == []
+    elif _numbers.number_problem(key, value, **bounds):
+        assert problems and problems[0].startswith('x_%s must be ' % key) and problems[0].endswith('; got %r' % (value,))
+    never_a_number = (INF, -INF, True, False, 'nan', 'inf', 'Infinity', '1e400')
+    if (isinstance(value, float) and math.isnan(value)) or value in never_a_number:
+        assert problems, (key, value)
+
+
+@pytest.mark.parametrize('rate, duration', [(1e300, 1e300 / 1e300 * 3600), (1e154, 1e154 / 1e154 * 3600),
+                                            (3000, 3600 * 24), (10000, 1001), (1e308, 600),
+                                            (10 ** 400, 600)])
+def test_rate_times_duration_is_bounded_and_never_overflows(rate, duration):
+    problems = _soak.input_problems(dict(GOOD, rate=rate, duration=duration), 'x_')
+    shown = 'inf' if rate == 10 ** 400 else '%g' % rate      # an integer too large for a float is infinity
+    assert len(problems) == 1 and problems[0].startswith('x_rate x x_duration (%s x %g s) asks for' % (shown, duration))
+    assert 'more than the 10000000 one soak sends at most' in problems[0]
+
+
+def test_the_largest_run_accepted_makes_bounded_numbers():
+    values = dict(GOOD, rate=_soak.MAX_REQUESTS / 3600.0, duration=3600)
+    assert _soak.input_problems(values) == []
+    assert _soak.prompts(values['rate'], values['duration']) == _soak.MAX_REQUESTS
+    assert _soak.load_timeout(values) == 5700
+
+
+def test_the_time_limit_is_bounded_and_longer_than_the_run():
+    longest = dict(GOOD, duration=_numbers.MAX_SECONDS, rate=0.01)
+    assert _soak.input_problems(longest, 'x_') == [
+        "x_duration (3.16224e+07 s) x 1.5 + 300 s, the load generator's time limit, is more than 31622400 s: shorten the "
+        "run or give a timeout"]
+    assert _soak.input_problems(dict(longest, timeout=_numbers.MAX_SECONDS), 'x_') == [
+        'x_timeout (31622400 s) must be more than x_duration (3.16224e+07 s): the load generator would be stopped '
+        'before the run ends']
+    assert _soak.input_problems(dict(longest, duration=_numbers.MAX_SECONDS - 1, timeout=_numbers.MAX_SECONDS)) == []
+    assert _soak.input_problems(dict(GOOD, timeout=3600), 'x_')[0].startswith('x_timeout (3600 s) must be more than')
+    assert _soak.input_problems(dict(GOOD, timeout='7200')) == []
+    assert _soak.load_timeout(dict(GOOD, timeout='7200')) == 7200
+
+
+def test_a_key_not_given_is_checked_as_the_modules_default():
+    assert _soak.input_problems({'duration': 3600, 'rate': 1}) == []
+    assert _soak.input_problems({}, 'x_') == ['x_duration must be seconds, more than 0 and at most 31622400; got None',
+                                              'x_rate must be requests/s, more than 0; got None']
+    assert _soak.input_problems({'duration': 3600, 'rate': 1, 'input_len': 0}, 'x_',
+                                {'input_len': 'y_input_len'}) == [
+        'y_input_len must be a whole number of tokens, 1 or more; got 0']

@@ -162,7 +162,8 @@ def test_rollback_of_cann_takes_the_whole_cann_and_no_nnal_the_target_lacks():
 
 def test_rollback_at_the_known_good_needs_nothing():
     result = rollback_plan(KNOWN_GOOD, dict(OLD, toolkit='8.1.rc1'), {})
-    assert result == {'steps': [], 'needs': {}, 'cann': None, 'hdk': None, 'missing': [], 'complete': True}
+    assert result == {'steps': [], 'needs': {}, 'cann': None, 'hdk': None, 'missing': [], 'unknown': [],
+                      'complete': True}
     assert rollback_plan({'driver': None, 'toolkit': ''}, NEW) == result
 
 
@@ -181,3 +182,78 @@ def test_rollback_names_each_missing_file_for_the_message():
 def test_rollback_refuses_an_unknown_component():
     with pytest.raises(ValueError, match='unknown stack component.*docker.*in the installed stack'):
         rollback_plan(KNOWN_GOOD, {'docker': '1'})
+
+
+# What a version nobody knows arrives as: null, empty, null written out by str() or templating, or "unknown".
+NOT_KNOWN = [None, '', '  ', 'None', 'none', 'null', 'NULL', '~', 'unknown', 'N/A']
+
+
+@pytest.mark.parametrize('nothing', NOT_KNOWN, ids=repr)
+def test_an_unknown_firmware_is_said_unknown_and_the_driver_and_firmware_not_planned(nothing):
+    """The driver goes back, the firmware is to stay as it is (null in the known good) and the node cannot say which
+    it has: no "firmware None" package is asked for; the plan says it cannot put them back and what to set."""
+    target = dict(KNOWN_GOOD, firmware=nothing)
+    installed = dict(NEW, firmware=nothing)
+    result = rollback_plan(target, installed, FOUND)
+    assert result['hdk'] is None and 'firmware' not in result['needs'] and 'driver' not in result['needs']
+    assert result['complete'] is False
+    assert result['unknown'] == [{
+        'component': 'firmware', 'variable': 'npu_driver_firmware_version',
+        'message': "no known firmware version to go back to (neither the last known good's stack nor the installed "
+                   "stack gives one), so the rollback cannot put the driver and firmware back: set "
+                   "npu_driver_firmware_version and npu_driver_version to the known good's and run role npu_driver"}]
+    assert [step['component'] for step in result['steps']][-1] == 'driver'
+    assert result['cann']['version'] == '8.1.RC1'                  # what can go back still does
+    message = missing_message(result['missing'], ['/p'], result['unknown'])
+    assert 'None' not in message and 'null' not in message and message.startswith('no known firmware version')
+
+
+@pytest.mark.parametrize('nothing', NOT_KNOWN, ids=repr)
+@pytest.mark.parametrize('component', ['driver', 'firmware', 'toolkit', 'kernels', 'nnal'])
+def test_no_unknown_version_is_ever_formatted_into_a_name_or_a_message(nothing, component):
+    """Every component unknown on both sides in turn, each other one changing: no None, null or unknown text in
+    any file name, step or message; each unknown need names the variable that sets it."""
+    for changing in STACK_COMPONENTS:
+        target = dict(OLD, **{component: nothing})
+        installed = dict(NEW, **{component: nothing})
+        if changing != component:
+            installed[changing] = NEW[changing]
+        result = rollback_plan(target, installed, {})
+        text = repr([result['missing'], result['needs'], result['cann'], result['hdk']])
+        message = missing_message(result['missing'], ['/p'], result['unknown'])
+        for word in ('None', 'null', 'unknown', '~', 'N/A'):
+            assert ("'%s'" % word) not in text and ('_%s' % word) not in text, (component, text)
+        assert 'None' not in message and 'null' not in message, message
+        for item in result['unknown']:
+            assert item['variable'] in item['message'] and item['variable'] in message
+        assert result['complete'] == (not result['missing'] and not result['unknown'])
+
+
+STACK_COMPONENTS = ('driver', 'firmware', 'toolkit', 'kernels', 'nnal')
+
+
+def test_cann_goes_back_at_the_installed_toolkit_when_only_nnal_changes_and_unknown_says_so():
+    result = rollback_plan({'nnal': '8.1.RC1'}, dict(NEW, nnal='8.2.RC1'), FOUND)
+    assert result['cann']['version'] == '8.2.RC1' and result['needs'] == {'toolkit': '8.2.RC1', 'kernels': '8.2.RC1',
+                                                                          'nnal': '8.1.RC1'}
+    result = rollback_plan({'nnal': '8.1.RC1'}, {'nnal': '8.2.RC1'}, FOUND)
+    assert result['cann'] is None and result['needs'] == {}
+    assert [item['variable'] for item in result['unknown']] == ['cann_version']
+    assert result['unknown'][0]['message'].startswith('no known CANN version to go back to')
+
+
+@pytest.mark.parametrize('value', [True, ['8.1.RC1'], {'v': 1}, float('nan'), float('inf'), '8.1\nRC1'], ids=repr)
+def test_something_that_is_no_version_is_an_error_naming_it(value):
+    with pytest.raises(ValueError, match='the firmware version in the stack to go back to must be a version'):
+        rollback_plan(dict(KNOWN_GOOD, firmware=value), NEW)
+    with pytest.raises(ValueError, match='the installed toolkit version must be a version'):
+        previous_packages({'toolkit': value}, FILES)
+    with pytest.raises(ValueError, match='the driver version to install must be a version'):
+        upgrade_steps(OLD, {'driver': value})
+
+
+def test_a_previous_package_of_an_unknown_version_is_not_needed_and_names_use_no_none():
+    expected = {'found': {}, 'missing': [], 'complete': True}
+    assert previous_packages({'firmware': 'None', 'driver': None}, FILES) == expected
+    assert missing_message([{'component': 'firmware', 'version': None, 'name': 'x'}], []) == (
+        'no package of the installed firmware of unknown version (x) in no folder')

@@ -188,6 +188,11 @@ def test_a_tool_that_writes_hccn_conf_itself_leaves_nothing_to_write(host, monke
     ([{'id': 0, 'address': '10.20.11.300', 'netmask': '24'}], 'devices[0].address: '),
     ([{'id': 0, 'address': '10.20.11.11', 'netmask': '255.0.255.0'}], 'devices[0].netmask: '),
     ([{'id': 0, 'address': '10.20.11.11'}, {'id': 1, 'address': '10.20.11.11'}], 'devices[1].address: '),
+    ([{'id': 0, 'address': '10.20.11.11', 'netmask': '0'}], "devices[0].netmask: '0' is not an IPv4 netmask (prefix 0 "),
+    ([{'id': 0, 'address': '10.20.11.11', 'netmask': 0}], "devices[0].netmask: '0' is not an IPv4 netmask (prefix 0 "),
+    ([{'id': 0, 'address': '10.20.11.11', 'netmask': '0.0.0.0'}], "devices[0].netmask: '0.0.0.0' is not an IPv4"),
+    ([{'id': 0, 'address': '127.0.0.2', 'netmask': '24'}],
+     'devices[0].address: 127.0.0.2 cannot be a NIC address: it is in the loopback network 127.0.0.0/8'),
 ])
 def test_a_bad_address_fails_before_anything_runs(host, devices, message):
     result = run_main(hccn_tool.main, dict(devices=devices, conf_path=host.conf), FailJson)

@@ -338,7 +338,7 @@ def test_npu_smi_failing_mid_run_stops_the_sampling_with_a_warning_only(bench, m
     ({'priority_share': 1.5}, 'priority_share must be null (no priority class) or a number above 0 and up to 1'),
     ({'priority_share': 0.5, 'priority': 2}, 'priority must be an integer below 0 (vLLM serves lower values first'),
     ({'sample_interval': 0.01}, 'sample_interval must be 0.1 or more seconds'),
-    ({'request_rate': 'fast'}, "request_rate must be inf or a positive number, not 'fast'"),
+    ({'request_rate': 'fast'}, "request_rate must be inf or a positive number; got 'fast'"),
     ({'command': []}, 'command must name vLLM'),
     ({'work_dir': '/nonexistent/dir'}, 'work_dir /nonexistent/dir is not a directory'),
     ({'targets': [{'metric': 'p99'}]}, "targets[0]: metric 'p99' is not one of"),
@@ -483,3 +483,61 @@ def test_a_priority_class_without_per_request_lists_fails_saying_so(bench, monke
     tmp_path, args = bench
     failure = run_main(vllm_benchmark.main, dict(args, priority_share=0.5, sample_npus='never'), FailJson)
     assert failure['msg'].startswith('the result of priority has no per-request lists')
+
+
+@pytest.mark.parametrize('priority_share, names', [
+    (None, ['vllm-bench-result.json']),
+    (0.5, ['vllm-bench-result-priority.json', 'vllm-bench-result-rest.json']),
+])
+@pytest.mark.parametrize('make, kind', [
+    (lambda path: path.mkdir(), 'a directory'),
+    (lambda path: os.mkfifo(str(path)), 'a FIFO (named pipe)'),
+    (lambda path: path.mkdir() or (path / 'inside').write_text('x'), 'a directory'),
+])
+def test_a_result_file_that_cannot_be_one_fails_naming_work_dir_before_any_load(bench, priority_share, names, make,
+                                                                                kind):
+    """Each result file's place, a directory or a FIFO there: a message naming work_dir, nothing run or removed."""
+    tmp_path, args = bench
+    for name in names:
+        make(tmp_path / 'work' / name)
+    changes = {'priority_share': priority_share, 'priority': -1} if priority_share else {}
+    failure = run_main(vllm_benchmark.main, dict(args, **changes), FailJson)
+    assert failure['msg'] == '; '.join(
+        'work_dir %s holds %s named %s, where the load generator writes its result file: remove it or give another '
+        'work_dir' % (tmp_path / 'work', kind, name) for name in names)
+    assert not (tmp_path / 'bench.json').exists() and not (tmp_path / 'bench.json-priority').exists()
+    assert all(os.path.lexists(str(tmp_path / 'work' / name)) for name in names)
+
+
+def test_an_old_result_file_is_removed_and_a_device_is_named_without_removing_it(bench, monkeypatch, tmp_path):
+    _tmp, args = bench
+    old = tmp_path / 'work' / 'vllm-bench-result.json'
+    old.write_text('{"not": "this run"}')
+    monkeypatch.setenv('NO_RESULT', '1')
+    failure = run_main(vllm_benchmark.main, args, FailJson)
+    assert 'was not written' in failure['msg'] or 'does not exist' in failure['msg'], failure['msg']
+    assert not old.exists()                     # the last run's file is not read as this one's
+    monkeypatch.delenv('NO_RESULT')
+    # A character device where the result goes (mknod needs root: lstat says so instead); it is never removed.
+    device, real_lstat = os.stat('/dev/null'), os.lstat
+    monkeypatch.setattr(_load_generator.os, 'lstat', lambda path: device if path == str(old) else real_lstat(path))
+    assert run_main(vllm_benchmark.main, args, FailJson)['msg'] == (
+        'work_dir %s holds a character device named vllm-bench-result.json, where the load generator writes its result '
+        'file: remove it or give another work_dir' % (tmp_path / 'work'))
+
+
+@pytest.mark.parametrize('changes, message', [
+    ({'sample_interval': float('nan')}, 'sample_interval must be 0.1 or more seconds, at most 31622400; got nan'),
+    ({'sample_interval': float('inf')}, 'sample_interval must be 0.1 or more seconds, at most 31622400; got inf'),
+    ({'sample_interval': 1e300}, 'sample_interval must be 0.1 or more seconds, at most 31622400; got 1e+300'),
+    ({'timeout': 10 ** 12}, 'timeout must be 1 to 31622400 seconds; got 1000000000000'),
+    ({'timeout': 0}, 'timeout must be 1 to 31622400 seconds; got 0'),
+    ({'request_rate': 'nan'}, "request_rate must be inf or a positive number; got 'nan'"),
+    ({'request_rate': '1e400'}, "request_rate must be inf or a positive number; got '1e400'"),
+    ({'request_rate': '-inf'}, "request_rate must be inf or a positive number; got '-inf'"),
+])
+def test_numbers_that_would_overflow_or_are_not_finite_fail_before_anything_runs(bench, changes, message):
+    tmp_path, args = bench
+    failure = run_main(vllm_benchmark.main, dict(args, **changes), FailJson)
+    assert message in failure['msg']
+    assert not (tmp_path / 'bench.json').exists()

@@ -195,3 +195,79 @@ def test_bad_arguments_fail_before_anything_runs(soak, changes, message):
     failure = run(changes, outcome=FailJson)
     assert message in failure['msg']
     assert not (tmp_path / 'bench.json').exists()
+
+
+NAN, INF = float('nan'), float('inf')
+# Hostile values of every number the role passes the module: NaN, infinities, overflowing products, out of range,
+# wrong types, and strings of those (as templating gives them).
+HOSTILE = [
+    {'rate': NAN}, {'rate': 'nan'}, {'rate': INF}, {'rate': '1e400'}, {'rate': 1e300}, {'rate': 1e300, 'duration': 1e300},
+    {'rate': 3000, 'duration': 86400}, {'rate': True}, {'rate': '0.5'}, {'rate': 1e-300},
+    {'duration': NAN}, {'duration': -INF}, {'duration': 1e20}, {'duration': 366 * 86400}, {'duration': 200000},
+    {'duration': '90'}, {'interval': INF}, {'interval': NAN}, {'interval': 0.999}, {'interval': 1e300},
+    {'warmup': NAN}, {'warmup': -0.0}, {'warmup': 0.9}, {'warmup': 0.95},
+    {'max_hbm_growth': INF}, {'max_rss_growth': NAN}, {'max_hbm_growth': 1e308}, {'max_restarts': 1e300},
+    {'max_restarts': 2.5}, {'max_known_failures': '3'}, {'max_known_failures': -1},
+    {'max_concurrency': 0}, {'max_concurrency': 1.5}, {'max_concurrency': 10 ** 12},
+    {'input_len': 0}, {'output_len': 2.0}, {'input_len': '7'},
+]
+
+
+@pytest.mark.parametrize('changes', HOSTILE, ids=repr)
+def test_every_input_the_roles_filter_accepts_the_module_accepts_and_no_input_raises(soak, changes):
+    """The role's validation (filter soak_input_problems: _soak.input_problems on the role's variables, which runs on
+    the controller only, so called here without it) and the module decide alike: what the filter accepts the module
+    runs (here in check mode: the same numbers, the requests and the time limit made), what it refuses the module
+    refuses with the same message, never with a traceback."""
+    _tmp_path, run = soak
+    role = dict(duration=DURATION, interval=INTERVAL, rate=1.5, warmup=0.25, input_len=32, output_len=16)
+    role.update(changes)
+    problems = _soak.input_problems(role)
+    args = dict(role, _ansible_check_mode=True, work_dir=None)
+    if not problems:
+        soak_run = run(args)['soak']
+        assert soak_run['num_prompts'] == _soak.prompts(float(role['rate']), float(role['duration']))
+        assert 1 <= soak_run['num_prompts'] <= _soak.MAX_REQUESTS
+    elif any(isinstance(value, bool) for value in changes.values()):
+        # Ansible's float type makes true 1.0 before the module sees it; the role's filter refuses the boolean.
+        run(args, outcome=(ExitJson, FailJson))
+    else:
+        # The same messages, the value as the module got it after Ansible's conversion ('nan' is nan there), or
+        # Ansible's own naming the option when its int type refuses a fraction first.
+        failure = run(args, outcome=FailJson)
+        assert (all(problem.split('; got ')[0] in failure['msg'] for problem in problems)
+                or failure['msg'].startswith("argument '%s' is of type" % next(iter(changes)))), failure['msg']
+
+
+@pytest.mark.parametrize('make, kind', [
+    (lambda path: path.mkdir(), 'a directory'),
+    (lambda path: os.mkfifo(str(path)), 'a FIFO (named pipe)'),
+])
+def test_a_result_file_that_cannot_be_one_fails_naming_work_dir_before_any_load(soak, make, kind):
+    tmp_path, run = soak
+    make(tmp_path / 'work' / 'vllm-bench-result.json')
+    failure = run(outcome=FailJson)
+    assert failure['msg'] == (
+        'work_dir %s holds %s named vllm-bench-result.json, where the load generator writes its result file: remove it '
+        'or give another work_dir' % (tmp_path / 'work', kind))
+    assert not (tmp_path / 'bench.json').exists() and not (tmp_path / 'calls.txt').exists()
+
+
+def test_a_work_dir_that_is_not_a_directory_fails_before_any_load(soak):
+    tmp_path, run = soak
+    (tmp_path / 'file').write_text('')
+    assert run({'work_dir': str(tmp_path / 'file')}, outcome=FailJson)['msg'] == (
+        'work_dir %s is not a directory (it is a regular file): give an existing directory for the result file'
+        % (tmp_path / 'file'))
+    assert run({'work_dir': str(tmp_path / 'none')}, outcome=FailJson)['msg'] == (
+        'work_dir %s is not a directory (nothing is there): give an existing directory for the result file'
+        % (tmp_path / 'none'))
+    assert not (tmp_path / 'bench.json').exists()
+
+
+def test_an_old_result_file_or_link_is_removed_before_the_run(soak):
+    tmp_path, run = soak
+    (tmp_path / 'elsewhere.json').write_text('{}')
+    (tmp_path / 'work' / 'vllm-bench-result.json').symlink_to(tmp_path / 'elsewhere.json')
+    assert run()['soak']['verdict'] == 'PASS'
+    assert (tmp_path / 'elsewhere.json').read_text() == '{}'

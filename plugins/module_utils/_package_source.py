@@ -35,6 +35,8 @@ FIELDS = {
 SOURCE_KEYS = ('src', 'path', 'url')
 _NAME = re.compile(r'[A-Za-z_][A-Za-z0-9_.]*\Z')
 _DEST_DIR = re.compile(r'/[^\x00-\x1f\x7f]*\Z')
+
+
 def _json(value):
     return json.dumps(value, sort_keys=True)
 

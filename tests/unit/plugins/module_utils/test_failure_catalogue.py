@@ -59,8 +59,8 @@ EXPECTED = {
     'serve-log_vllm-ascend-117_libtorch_npu-undefined-symbol.txt': ['cann_version_mismatch'],
     'serve-log_vllm-ascend-13399_310P3_rtGetDeviceCount-507899.txt': ['npu_not_visible'],
     'serve-log_vllm-ascend-13565_startup-SUCCESS.txt': [],
-    'serve-log_vllm-ascend-1955_HCCL-listen-16666-fail_wait-socket-establish-timeout.txt': ['hccl_port_in_use',
-                                                                                           'hccl_socket_timeout'],
+    'serve-log_vllm-ascend-1955_HCCL-listen-16666-fail_wait-socket-establish-timeout.txt': [
+        'hccl_port_in_use', 'hccl_socket_timeout'],
     'serve-log_vllm-ascend-19_NPU-out-of-memory.txt': ['out_of_memory'],
     'serve-log_vllm-ascend-2248_c10d-waitForInput-timed-out-every-rank.txt': ['c10d_store_timeout'],
     'serve-log_vllm-ascend-2542_310P-second-service_halGetDeviceInfo-ret87_soc-version-507008.txt': ['npu_occupied'],
@@ -205,8 +205,8 @@ def test_bytes_and_undecodable_text_never_raise():
 # The entries learned from the samples of issue 32, and those samples.
 ISSUE_32 = ('hccl_port_in_use', 'hccl_socket_timeout', 'c10d_store_timeout', 'npu_occupied')
 ISSUE_32_SAMPLES = {
-    'serve-log_vllm-ascend-1955_HCCL-listen-16666-fail_wait-socket-establish-timeout.txt': ['hccl_port_in_use',
-                                                                                           'hccl_socket_timeout'],
+    'serve-log_vllm-ascend-1955_HCCL-listen-16666-fail_wait-socket-establish-timeout.txt': [
+        'hccl_port_in_use', 'hccl_socket_timeout'],
     'serve-log_vllm-ascend-2248_c10d-waitForInput-timed-out-every-rank.txt': ['c10d_store_timeout'],
     'serve-log_vllm-ascend-2542_310P-second-service_halGetDeviceInfo-ret87_soc-version-507008.txt': ['npu_occupied'],
 }

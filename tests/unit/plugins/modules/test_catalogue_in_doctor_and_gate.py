@@ -49,8 +49,8 @@ FAILED = 'ActiveState=failed\nSubState=failed\nNRestarts=5\nMainPID=0\n'
 
 # Each sample of issue 32 and the entries it shows, in the catalogue's order.
 SAMPLES = {
-    'serve-log_vllm-ascend-1955_HCCL-listen-16666-fail_wait-socket-establish-timeout.txt': ['hccl_port_in_use',
-                                                                                           'hccl_socket_timeout'],
+    'serve-log_vllm-ascend-1955_HCCL-listen-16666-fail_wait-socket-establish-timeout.txt': [
+        'hccl_port_in_use', 'hccl_socket_timeout'],
     'serve-log_vllm-ascend-2248_c10d-waitForInput-timed-out-every-rank.txt': ['c10d_store_timeout'],
     'serve-log_vllm-ascend-2542_310P-second-service_halGetDeviceInfo-ret87_soc-version-507008.txt': ['npu_occupied'],
 }

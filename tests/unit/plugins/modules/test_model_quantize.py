@@ -203,8 +203,11 @@ class Backend:
 @pytest.fixture
 def backend(source, tmp_path, monkeypatch):
     fake = Backend(source)
-    monkeypatch.setattr(basic.AnsibleModule, 'run_command', lambda module, cmd, **kwargs: fake.run_command(module, cmd,
-                                                                                                           **kwargs))
+
+    def run_command(module, cmd, **kwargs):  # AnsibleModule passes itself: the fake sees the module too
+        return fake.run_command(module, cmd, **kwargs)
+
+    monkeypatch.setattr(basic.AnsibleModule, 'run_command', run_command)
     monkeypatch.setattr(model_quantize, 'default_cache_path', lambda path: str(tmp_path / 'cache' / 'record.json'))
     (tmp_path / 'cache').mkdir()
     return fake

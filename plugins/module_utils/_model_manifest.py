@@ -24,7 +24,11 @@ Three parts, kept apart so that each is tested on its own:
 
 The model directory is only read (it may be hundreds of GB on a read-only NFS mount); only ``create_manifest``
 writes, and only the manifest. Only regular files are opened, never blocking (a FIFO is reported as unreadable).
-Symbolic links are followed when their target stays inside the directory; one that leads out of it is an error.
+Symbolic links are followed when their target stays inside the directory the links may resolve in: the model
+directory itself, or a directory that holds it (``links_within``: a Hugging Face cache, whose
+``snapshots/<revision>/<file>`` are links to ``../../blobs/<sha256>``). A link that leads out of it, to nothing, or
+round in a loop is an error naming it. Manifest entries are always the model directory's own relative names; a link
+to a directory outside the model directory (but within ``links_within``) is listed under the link's name.
 Names that are not UTF-8 are kept as their bytes (surrogate escapes) and returned as valid UTF-8 text.
 """
 
@@ -208,52 +212,108 @@ def _inside(real, root):
     return real == root or real.startswith(root.rstrip('/') + '/')
 
 
-def resolve_entry(root, name):
-    """The real path of the manifest entry ``name`` of the directory whose real path is ``root``; None when a
-    symbolic link takes it out of the directory."""
-    real = os.path.realpath(os.path.join(root, name))
-    return real if _inside(real, root) and real != root else None
+def real_within(root, links_within=None):
+    """The real path of the directory the symbolic links of the model directory ``root`` (a real path) may lead
+    into: ``links_within``, which must hold ``root`` once both are resolved, or ``root`` itself when it is None.
 
-
-def scan_directory(root, excluded=()):
-    """``{relative path: real path}`` of the files under ``root`` (a real path): regular files and symbolic
-    links to files inside it, but names with a component starting with ``.`` (hidden files and caches such as
-    ``.cache/huggingface``) and the real paths in ``excluded``. A symbolic link to a directory inside is not
-    descended (its files are listed under their own path); a symbolic link leading out of the directory, or to
-    nothing, is a ManifestError naming it.
+    :raises ManifestError: ``links_within`` is not an absolute path, or does not hold the model directory.
     """
+    if links_within is None:
+        return root
+    if not isinstance(links_within, str) or not links_within.startswith('/'):
+        raise ManifestError('links_within must be the absolute path of a directory that holds the model directory; '
+                            'got %r' % (links_within,))
+    within = os.path.realpath(links_within)
+    if not _inside(root, within):
+        raise ManifestError('links_within: %s%s does not hold the model directory %s: give the directory its links '
+                            'may lead into and that holds it (such as the Hugging Face cache its snapshot is in), or '
+                            'leave links_within unset' % (links_within, _resolved(links_within, within), root))
+    return within
+
+
+def _resolved(given, real):
+    return '' if real == given.rstrip('/') else ' (that is %s)' % real
+
+
+def _outside(root, within):
+    """How a message names the directory links must stay in."""
+    return 'the model directory %s' % root if within == root else '%s (links_within)' % within
+
+
+def resolve_entry(root, name, within=None):
+    """The real path of the manifest entry ``name`` of the directory whose real path is ``root``; None when a
+    symbolic link takes it out of ``within`` (a real path holding ``root``; by default ``root`` itself)."""
+    real = os.path.realpath(os.path.join(root, name))
+    return real if _inside(real, within or root) and real != root else None
+
+
+def scan_directory(root, excluded=(), within=None):
+    """``{relative path: real path}`` of the files under ``root`` (a real path): regular files and symbolic
+    links to files inside ``within`` (a real path holding ``root``; by default ``root`` itself), but names with a
+    component starting with ``.`` (hidden files and caches such as ``.cache/huggingface``) and the real paths in
+    ``excluded``. A symbolic link to a directory inside ``root`` is not descended (its files are listed under their
+    own path); one to a directory outside ``root`` but inside ``within`` is, its files listed under the link's
+    name. A symbolic link leading out of ``within``, to nothing, round a loop, or to a directory that holds the
+    place of the link (its listing would never end) is a ManifestError naming it.
+    """
+    within = within or root
     found = {}
 
     def failed(error):
         raise ManifestError('cannot list %s: %s' % (error.filename, _reason(error)))
 
-    for dirpath, dirnames, filenames in os.walk(root, onerror=failed):
-        dirnames[:] = sorted(name for name in dirnames if not name.startswith('.'))
-        relative_dir = os.path.relpath(dirpath, root)
-        for name in list(dirnames):
-            full = os.path.join(dirpath, name)
-            if os.path.islink(full):
+    def walk(top, prefix, chain):
+        # chain: the real directories holding the links followed to reach ``top``.
+        for dirpath, dirnames, filenames in os.walk(top, onerror=failed):
+            dirnames[:] = sorted(name for name in dirnames if not name.startswith('.'))
+            relative_dir = os.path.relpath(dirpath, top)
+            base = prefix if relative_dir == '.' else relative_dir if not prefix else prefix + '/' + relative_dir
+            for name in list(dirnames):
+                full = os.path.join(dirpath, name)
+                if not os.path.islink(full):
+                    continue
                 dirnames.remove(name)
-                _linked_real(root, full)
-        for name in sorted(filenames):
-            if name.startswith('.'):
-                continue
-            full = os.path.join(dirpath, name)
-            real = _linked_real(root, full) if os.path.islink(full) else full
-            if real in excluded:
-                continue
-            relative = name if relative_dir == '.' else relative_dir + '/' + name
-            found[relative] = real
+                real = _linked_real(root, within, full)
+                if _inside(real, root):
+                    continue
+                holders = chain + (dirpath,)
+                held = next((holder for holder in holders if _inside(holder, real)), None)
+                if held is not None:
+                    raise ManifestError('%s is a symbolic link to %s, which holds %s, where the link is followed '
+                                        'from: listing it would never end; point the link at the directory it '
+                                        'means' % (full, real, held))
+                walk(real, name if not base else base + '/' + name, holders)
+            for name in sorted(filenames):
+                if name.startswith('.'):
+                    continue
+                full = os.path.join(dirpath, name)
+                real = _linked_real(root, within, full) if os.path.islink(full) else full
+                if real in excluded:
+                    continue
+                found[name if not base else base + '/' + name] = real
+
+    walk(root, '', ())
     return found
 
 
-def _linked_real(root, link):
+def _linked_real(root, within, link):
     real = os.path.realpath(link)
-    if not _inside(real, root):
-        raise ManifestError('%s is a symbolic link to %s, outside the model directory %s: copy the file in, or '
-                            'point the link inside' % (link, real, root))
-    if not os.path.exists(real):
-        raise ManifestError('%s is a symbolic link to %s, which does not exist' % (link, real))
+    if not _inside(real, within):
+        if within == root:
+            raise ManifestError('%s is a symbolic link to %s, outside the model directory %s: copy the file in, or '
+                                'point the link inside' % (link, real, root))
+        raise ManifestError('%s is a symbolic link to %s, outside %s (links_within), which holds the model directory '
+                            '%s: copy the file in, point the link inside, or give links_within a directory that '
+                            'holds its target' % (link, real, within, root))
+    try:
+        os.stat(link)
+    except OSError as error:
+        if error.errno == errno.ELOOP:
+            raise ManifestError('%s is a symbolic link that never resolves: a loop of links (%s)'
+                                % (link, _reason(error)))
+        if error.errno in (errno.ENOENT, errno.ENOTDIR):
+            raise ManifestError('%s is a symbolic link to %s, which does not exist' % (link, real))
+        raise ManifestError('%s is a symbolic link to %s, which cannot be looked at: %s' % (link, real, _reason(error)))
     return real
 
 
@@ -443,25 +503,28 @@ def _outcome(files, size, hashed, hashed_bytes, reused, manifest_sha256, started
 
 
 def verify_manifest(path, manifest_path, cache_path, workers, extra_files, timeout, warn, check_mode=False,
-                    hasher=None, now_ns=time.time_ns):
+                    hasher=None, now_ns=time.time_ns, links_within=None):
     """Check the directory ``path`` against the manifest; return the module's result. ``now_ns`` is the wall clock
-    that dates the run in its record (time.time_ns unless a test gives its own).
+    that dates the run in its record (time.time_ns unless a test gives its own); ``links_within`` the directory
+    holding ``path`` that its symbolic links may lead into (None: ``path`` itself; see ``real_within``).
 
-    :raises ManifestError: the manifest cannot be read or parsed, lists no file or a path leading out of the
-        directory; a file is missing, unreadable or does not match; or (``extra_files`` fail) a file is not listed.
-        Its ``extra`` holds the ``mismatched``, ``missing``, ``unreadable`` and ``extra`` lists.
+    :raises ManifestError: ``links_within`` does not hold the directory; the manifest cannot be read or parsed, lists
+        no file or a path leading out of ``links_within``; a file is missing, unreadable or does not match; or
+        (``extra_files`` fail) a file is not listed. Its ``extra`` holds the ``mismatched``, ``missing``,
+        ``unreadable`` and ``extra`` lists.
     """
     started, started_ns = time.monotonic(), now_ns()
     root = _real_root(path)
+    within = real_within(root, links_within)
     data, text = read_manifest(manifest_path)
     manifest_sha256 = hashlib.sha256(data).hexdigest()
     manifest_real = os.path.realpath(manifest_path)
     entries = []
     for name, digest, number in parse_manifest(text, manifest_path):
-        real = resolve_entry(root, name)
+        real = resolve_entry(root, name, within)
         if real is None:
-            raise ManifestError('%s line %d: %r leads out of the model directory %s through a symbolic link'
-                                % (manifest_path, number, name, root), manifest_line=number)
+            raise ManifestError('%s line %d: %r leads out of %s through a symbolic link'
+                                % (manifest_path, number, name, _outside(root, within)), manifest_line=number)
         if real == manifest_real:
             warn('%s line %d lists the manifest itself, which cannot hold its own digest: the line is skipped'
                  % (manifest_path, number))
@@ -515,7 +578,7 @@ def verify_manifest(path, manifest_path, cache_path, workers, extra_files, timeo
     if extra_files != 'ignore':
         listed = set(real for _name, _digest, real in entries)
         excluded = set([manifest_real, os.path.realpath(cache_path)])
-        extra = [name for name, real in sorted(scan_directory(root, excluded).items()) if real not in listed]
+        extra = [name for name, real in sorted(scan_directory(root, excluded, within).items()) if real not in listed]
     lists = dict(mismatched=sorted(mismatched), missing=sorted(missing),
                  unreadable=[dict(path=name, error=unreadable[name]) for name in sorted(unreadable)], extra=extra)
     result = _outcome(len(entries), size, len(unique), hashed_bytes, reused, manifest_sha256, started, cache_path,
@@ -541,17 +604,21 @@ def verify_manifest(path, manifest_path, cache_path, workers, extra_files, timeo
     return result
 
 
-def create_manifest(path, manifest_path, cache_path, workers, timeout, warn, check_mode=False, hasher=None):
-    """Write the manifest of every file of the directory ``path`` (but hidden ones, the manifest and the record);
-    return the module's result with ``changed`` and ``diff`` (before and after text). In check mode the files are
-    hashed and nothing is written. After a write the record is saved too, so that the next verification reuses it.
+def create_manifest(path, manifest_path, cache_path, workers, timeout, warn, check_mode=False, hasher=None,
+                    links_within=None):
+    """Write the manifest of every file of the directory ``path`` (but hidden ones, the manifest and the record),
+    its symbolic links followed within ``links_within`` (None: ``path`` itself); return the module's result with
+    ``changed`` and ``diff`` (before and after text). In check mode the files are hashed and nothing is written.
+    After a write the record is saved too, so that the next verification reuses it.
 
-    :raises ManifestError: the directory has no file, a file cannot be read, or the manifest cannot be written.
+    :raises ManifestError: ``links_within`` does not hold the directory, a link leads out of it, the directory has
+        no file, a file cannot be read, or the manifest cannot be written.
     """
     started, started_ns = time.monotonic(), time.time_ns()
     root = _real_root(path)
+    within = real_within(root, links_within)
     manifest_real = os.path.realpath(manifest_path)
-    files = scan_directory(root, set([manifest_real, os.path.realpath(cache_path)]))
+    files = scan_directory(root, set([manifest_real, os.path.realpath(cache_path)]), within)
     if not files:
         raise ManifestError('path: %s has no files to list in a manifest (hidden files are not listed)' % path)
     sizes = {}

@@ -22,7 +22,12 @@ import re
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._group_watch import parse_endpoint
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._model_format import dtype_problems, format_problems
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._numbers import MAX_SECONDS
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._paths import normalise, path_problem
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._paths import (
+    SYSTEM_DIRECTORIES,
+    SYSTEM_TREES,
+    normalise,
+    path_problem,
+)
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._systemd import (
     CREDENTIALS_SINCE,
     env_value_problem,
@@ -113,6 +118,10 @@ PROBE_PATHS = DRIVER_FILES + CONTROL_DEVICES
 # and never --privileged, which would give the container the host.
 CAP_ADD_ALLOWED = ('IPC_LOCK', 'SYS_NICE', 'SYS_PTRACE', 'SYS_RESOURCE')
 NETWORKS = ('host', 'bridge')
+# The image's own system, which a read-only mount of vllm_service_model_links_within at the same path would hide (with
+# _paths' system directories and trees): refused in container mode.
+IMAGE_SYSTEM = ('/', '/bin', '/boot', '/dev', '/etc', '/home', '/lib', '/lib32', '/lib64', '/libx32', '/opt', '/proc',
+                '/root', '/run', '/sbin', '/sys', '/tmp', '/usr', '/var', '/vllm-workspace')
 # The container path of the service's state directory (vLLM's caches).
 CONTAINER_CACHE = '/root/.cache'
 # TLS: the service's certificate, key and CA on the node, in a directory of the service's own (the key root-only);
@@ -438,6 +447,10 @@ def check_inputs(inputs):
     string('quantization', _NO_BLANK, 'a method name without blanks, not first a -', optional=True)
     string('image', _IMAGE, 'an image reference such as quay.io/ascend/vllm-ascend:v0.13.0', optional=True)
     string('model', _PATH, 'an absolute path without control characters')
+    string('model_links_within', _PATH, 'an absolute path without control characters', optional=True)
+    within_problem = links_within_problem(get('model'), get('model_links_within'))
+    if within_problem:
+        problems.append(within_problem)
     string('venv', _PATH, 'an absolute path without control characters')
     string('user', _USER, 'a system account name (lower-case letters, digits, _ and -, up to 32)')
     string('cann_env_file', _PATH, 'an absolute path without control characters', optional=True)
@@ -642,24 +655,75 @@ def service_args(inputs, tls=()):
     return args + list(tls) + list(inputs.get('cluster_args') or []) + list(inputs.get('extra_args') or [])
 
 
+def _holds(directory, path):
+    """Whether the normalised ``directory`` is ``path`` (normalised) or holds it."""
+    return path == directory or path.startswith(directory.rstrip('/') + '/')
+
+
+def links_within_problem(model, links_within):
+    """Why vllm_service_model_links_within cannot be the directory the model's symbolic links may lead into (None when
+    it can, is null, or either is not an absolute path, which is refused by name elsewhere): judged normalised, it
+    must be the model directory or hold it. It is only read, so it may be any directory, but in a container
+    (``_mount_plan``) it is mounted whole."""
+    if links_within is None or not all(isinstance(value, str) and _PATH.match(value) for value in (model, links_within)):
+        return None
+    if _holds(normalise(links_within), normalise(model)):
+        return None
+    return ('vllm_service_model_links_within %s must hold vllm_service_model %s: it is the directory the model\'s '
+            'symbolic links may lead into (such as the Hugging Face cache of one model, its snapshot the model), or '
+            'null for the model directory itself' % (_show(links_within), _show(model)))
+
+
+def model_mount(inputs):
+    """The host directory a container gets read-only at the same path, for the model: vllm_service_model_links_within
+    normalised when it is set (it holds the model directory, so the model's path and every link of it that stays
+    inside resolve in the container too), else the model directory."""
+    within = inputs.get('model_links_within')
+    return normalise(within) if within else inputs['model']
+
+
+def _within_problems(within, mounts):
+    """What the read-only mount of vllm_service_model_links_within ``within`` (normalised) at the same path would hide:
+    the image's own system, or the service's other mounts (``mounts``, host:container[:options])."""
+    if (within in IMAGE_SYSTEM or within in SYSTEM_DIRECTORIES
+            or any(_holds(tree, within) for tree in SYSTEM_TREES)):
+        return ['vllm_service_model_links_within %s is mounted read-only at the same path in the container, where it '
+                'would hide the image\'s own files: give the directory that holds the model and its links only (such '
+                'as the Hugging Face cache of the model)' % within]
+    problems = []
+    for mount in mounts:
+        target = normalise(mount.split(':')[1])
+        if target != within and _holds(within, target):  # at the same path: refused as two mounts at one path
+            problems.append('vllm_service_model_links_within %s is mounted read-only at the same path in the container '
+                            'and holds %s, where the service mounts %s: give the directory that holds the model and '
+                            'its links only (such as the Hugging Face cache of the model)'
+                            % (within, mount.split(':')[1], mount))
+    return problems
+
+
 def _mount_plan(inputs, facts, has_npus, ascend_runtime, state_dir, tls=None):
     """The container's volumes (host:container[:options]) and the problems: the driver files the host has (no Ascend
-    runtime), the model read-only, the state directory as vLLM's cache, the TLS directory read-only, then the user's;
-    two mounts at one container path are refused."""
+    runtime), the model read-only - with vllm_service_model_links_within, that whole directory (``model_mount``),
+    which may hide neither the image's system nor the service's other mounts -, the state directory as vLLM's cache,
+    the TLS directory read-only, then the user's; two mounts at one container path are refused."""
     existing = set(facts.get('existing_paths') or ())
     mounts = []
     if has_npus and not ascend_runtime:
         mounts += ['%s:%s' % (path, path) for path in DRIVER_FILES if path in existing]
         lib = DRIVER_DIR if inputs.get('mount_driver_dir') else DRIVER_LIB
         mounts.append('%s:%s' % (lib, lib))
-    model = inputs['model']
-    mounts += ['%s:%s:ro' % (model, model), '%s:%s' % (inputs.get('cache_dir') or state_dir, CONTAINER_CACHE)]
+    model = model_mount(inputs)
+    model_volume = '%s:%s:ro' % (model, model)
+    mounts += [model_volume, '%s:%s' % (inputs.get('cache_dir') or state_dir, CONTAINER_CACHE)]
     if tls:
         mounts.append('%s:%s:ro' % (tls['dir'], tls['dir']))
     owned = {}
     for mount in mounts:
         owned.setdefault(mount.split(':')[1].rstrip('/') or '/', mount)
     problems = []
+    if inputs.get('model_links_within'):
+        problems += _within_problems(model, [mount for mount in mounts if mount != model_volume]
+                                     + list(inputs.get('volumes') or ()))
     for position, volume in enumerate(inputs.get('volumes') or ()):
         target = _volume_parts(volume)[1].rstrip('/') or '/'
         if target in owned:
@@ -843,7 +907,7 @@ def serving_plan(inputs, facts):
     command += [inputs['image'], 'vllm', 'serve', inputs['model']] + args
     # How a client runs the service's own vLLM CLI (the benchmark's load generator): the same engine and image, on
     # the host network, with the model and the user's volumes; the caller adds its own mounts, then the image.
-    cli_run = [engine_path or engine, 'run', '--rm', '--network=host', '--volume=%s:%s:ro' % (inputs['model'], inputs['model'])]
+    cli_run = [engine_path or engine, 'run', '--rm', '--network=host', '--volume=%s:%s:ro' % ((model_mount(inputs),) * 2)]
     cli_run += ['--volume=%s' % volume for volume in inputs.get('volumes') or ()]
     # With TLS the client verifies against the CA (never the key): mounted, and named by SSL_CERT_FILE, whose value the
     # caller gives in the engine's environment.

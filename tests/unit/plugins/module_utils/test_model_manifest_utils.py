@@ -628,3 +628,195 @@ def test_scan_lists_files_and_links_inside_but_not_hidden_ones(tmp_path):
     root = make_tree(tmp_path / 'm', {'a': '', 'd/b': '', '.git/c': '', 'd/.e': ''}, {'l': 'a', 'dl': 'd'})
     root = os.path.realpath(root)
     assert scan_directory(root) == {'a': root + '/a', 'd/b': root + '/d/b', 'l': root + '/a'}
+
+
+# --- a Hugging Face snapshot: links into the cache's blobs (links_within) -------------------------------------------
+
+HF_FILES = {
+    'config.json': '{"model_type": "deepseek_v3"}\n',
+    'model-00001-of-00001.safetensors': 'weights\n' * 2000,
+    'tokenizer/tokenizer.json': '{"version": "1.0"}\n',
+}
+
+
+class HfCache(Model):
+    """A Hugging Face cache of one model as huggingface_hub lays it out: every file of snapshots/<revision>/ (in
+    subdirectories too) a relative link into blobs/<sha256>, refs/main naming the revision; the snapshot's SHA256SUMS
+    a link like the others. ``path`` is the snapshot, ``root`` the cache."""
+
+    def __init__(self, tmp_path, files=None, revision='1d044fd8'):
+        self.root = str(tmp_path / 'hub' / 'models--deepseek-ai--DeepSeek-V3')
+        self.files = dict(HF_FILES if files is None else files)
+        self.path = os.path.join(self.root, 'snapshots', revision)
+        self.cache = str(tmp_path / 'records' / 'model.json')
+        self.warnings = []
+        make_tree(self.root, {'refs/main': revision})
+        os.makedirs(self.path)
+        for name, text in self.files.items():
+            self.link(name, text)
+        manifest = ''.join(sha256sum_line(name, text) for name, text in sorted(self.files.items()))
+        self.manifest = self.link('SHA256SUMS', manifest)
+        self.links_within = self.root
+
+    def link(self, name, text):
+        """A blob of ``text`` and the snapshot's link ``name`` to it (../../blobs/<sha>, deeper for a subdirectory)."""
+        blob = os.path.join(self.root, 'blobs', sha(text))
+        make_tree(self.root, {'blobs/' + sha(text): text})
+        os.utime(blob, (HOUR_AGO, HOUR_AGO))
+        full = self.full(name)
+        os.makedirs(os.path.dirname(full), exist_ok=True)
+        os.symlink(os.path.relpath(blob, os.path.dirname(full)), full)
+        return full
+
+    def verify(self, extra_files='warn', **kwargs):
+        kwargs.setdefault('links_within', self.links_within)
+        return super().verify(extra_files, **kwargs)
+
+
+@pytest.fixture
+def snapshot(tmp_path):
+    return HfCache(tmp_path)
+
+
+def test_a_hugging_face_snapshot_verifies_through_its_links_within_the_cache(snapshot):
+    assert os.readlink(snapshot.full('tokenizer/tokenizer.json')).startswith('../../../blobs/')
+    result = snapshot.verify('fail')
+    assert (result['files'], result['hashed'], result['extra']) == (3, 3, [])
+    # The record names the snapshot's entries, not the blobs; a re-run reuses every one.
+    assert sorted(snapshot.record()['files']) == sorted(HF_FILES)
+    assert snapshot.verify('fail')['reused'] == 3
+
+
+def test_without_links_within_a_snapshots_links_lead_out_of_the_model_directory(snapshot):
+    assert snapshot.failure('ignore', links_within=None).msg == (
+        "%s line 1: 'config.json' leads out of the model directory %s through a symbolic link"
+        % (snapshot.manifest, os.path.realpath(snapshot.path)))
+
+
+def test_links_within_the_model_directory_itself_is_todays_rule(model):
+    assert model.verify('fail', links_within=model.path)['files'] == 4
+
+
+def test_a_changed_blob_is_a_mismatch_named_by_the_snapshots_name(snapshot):
+    blob = os.path.realpath(snapshot.full('config.json'))
+    with open(blob, 'a', encoding='utf-8') as handle:
+        handle.write(' ')
+    failure = snapshot.failure()
+    assert failure.extra['mismatched'] == ['config.json']
+
+
+def test_a_manifest_entry_through_a_link_out_of_links_within_fails_naming_the_line(snapshot, tmp_path):
+    make_tree(tmp_path / 'elsewhere', {'secret': 's'})
+    os.symlink(str(tmp_path / 'elsewhere' / 'secret'), snapshot.full('secret'))
+    snapshot.write_manifest(sha256sum_line('secret', 's'))
+    assert snapshot.failure('ignore').msg == ("%s line 1: 'secret' leads out of %s (links_within) through a symbolic "
+                                              "link" % (snapshot.manifest, os.path.realpath(snapshot.root)))
+
+
+def test_a_link_out_of_links_within_is_an_error_naming_it_when_looking_for_extra_files(snapshot, tmp_path):
+    os.symlink('../../../../elsewhere', snapshot.full('up'))
+    root = os.path.realpath(snapshot.root)
+    assert snapshot.failure().msg == (
+        '%s is a symbolic link to %s, outside %s (links_within), which holds the model directory %s: copy the file '
+        'in, point the link inside, or give links_within a directory that holds its target'
+        % (snapshot.full('up'), tmp_path / 'elsewhere', root, os.path.realpath(snapshot.path)))
+
+
+def test_a_dangling_link_within_the_cache_is_missing_or_an_error_naming_it(snapshot):
+    os.unlink(os.path.realpath(snapshot.full('config.json')))
+    failure = snapshot.failure('ignore')
+    assert (failure.extra['missing'], failure.extra['mismatched']) == (['config.json'], [])
+    assert snapshot.failure('warn').msg == ('%s is a symbolic link to %s, which does not exist' % (
+        snapshot.full('config.json'), os.path.join(os.path.realpath(snapshot.root), 'blobs', sha(HF_FILES['config.json']))))
+
+
+def test_a_loop_of_links_is_unreadable_or_an_error_naming_it(snapshot):
+    os.symlink('b', snapshot.full('a'))
+    os.symlink('a', snapshot.full('b'))
+    with pytest.raises(ManifestError) as raised:
+        snapshot.verify('warn')
+    assert raised.value.msg.startswith('%s is a symbolic link that never resolves: a loop of links (' % snapshot.full('a'))
+    snapshot.write_manifest(sha256sum_line('config.json', HF_FILES['config.json']) + sha256sum_line('a', 'x'))
+    failure = snapshot.failure('ignore')
+    assert [entry['path'] for entry in failure.extra['unreadable']] == ['a']
+    assert failure.extra['unreadable'][0]['error'] == os.strerror(errno.ELOOP)
+
+
+def test_a_link_to_a_directory_of_the_model_directory_is_not_descended(snapshot):
+    os.symlink('.', snapshot.full('tokenizer/here'))
+    assert snapshot.verify('fail')['extra'] == []
+
+
+@pytest.mark.parametrize('target', ['../..', '../../..'])
+def test_a_link_to_a_directory_that_holds_the_snapshot_is_refused(snapshot, target):
+    os.symlink(target, snapshot.full('tokenizer/up'))
+    held = os.path.realpath(snapshot.full('tokenizer'))
+    assert snapshot.failure().msg == (
+        '%s is a symbolic link to %s, which holds %s, where the link is followed from: listing it would never end; '
+        'point the link at the directory it means'
+        % (snapshot.full('tokenizer/up'), os.path.realpath(os.path.join(held, target)), held))
+
+
+def test_a_loop_through_several_directories_outside_the_snapshot_is_refused(snapshot):
+    root = snapshot.root
+    make_tree(root, {'one/a.txt': 'a', 'two/b.txt': 'b'}, {'one/next': '../two', 'two/back': '../one'})
+    os.symlink('../../one', snapshot.full('extras'))
+    assert snapshot.failure().msg == (
+        '%s/two/back is a symbolic link to %s/one, which holds %s/one, where the link is followed from: listing it '
+        'would never end; point the link at the directory it means' % ((os.path.realpath(root),) * 3))
+
+
+def test_a_directory_outside_the_snapshot_but_within_the_cache_is_listed_under_the_links_name(snapshot):
+    make_tree(snapshot.root, {'extras/notes/a.txt': 'a', 'extras/.hidden': 'h'},
+              {'extras/notes/b.txt': '../../blobs/' + sha(HF_FILES['config.json'])})
+    os.symlink('../../extras', snapshot.full('more'))
+    scanned = scan_directory(os.path.realpath(snapshot.path), within=os.path.realpath(snapshot.root))
+    root = os.path.realpath(snapshot.root)
+    assert scanned['more/notes/a.txt'] == root + '/extras/notes/a.txt'
+    assert scanned['more/notes/b.txt'] == root + '/blobs/' + sha(HF_FILES['config.json'])
+    assert sorted(scanned) == sorted(['SHA256SUMS', 'more/notes/a.txt', 'more/notes/b.txt'] + list(HF_FILES))
+
+
+def test_create_writes_the_snapshots_manifest_sha256sum_would(tmp_path):
+    snapshot = HfCache(tmp_path)
+    manifest = str(tmp_path / 'DeepSeek-V3.sha256')
+    result = create_manifest(snapshot.path, manifest, snapshot.cache, 2, 0, snapshot.warnings.append,
+                             links_within=snapshot.root)
+    names = sorted(list(HF_FILES) + ['SHA256SUMS'])
+    real = subprocess.run(['sha256sum'] + names, cwd=snapshot.path, capture_output=True, text=True, check=True)
+    with open(manifest, encoding='utf-8') as written:
+        assert written.read() == real.stdout
+    assert (result['changed'], result['files']) == (True, 4)
+    with pytest.raises(ManifestError, match=r'is a symbolic link to .*, outside the model directory '):
+        create_manifest(snapshot.path, manifest, snapshot.cache, 2, 0, print)
+
+
+@pytest.mark.parametrize('given, problem', [
+    ('relative/cache', "links_within must be the absolute path of a directory that holds the model directory; got "
+                       "'relative/cache'"),
+    (7, 'links_within must be the absolute path of a directory that holds the model directory; got 7'),
+])
+def test_links_within_must_be_absolute(snapshot, given, problem):
+    assert snapshot.failure(links_within=given).msg == problem
+
+
+def test_links_within_that_does_not_hold_the_model_directory_fails_naming_both(snapshot, tmp_path):
+    other = str(tmp_path / 'other')
+    os.makedirs(other)
+    os.symlink(other, str(tmp_path / 'alias'))
+    assert snapshot.failure(links_within=str(tmp_path / 'alias')).msg == (
+        'links_within: %s (that is %s) does not hold the model directory %s: give the directory its links may lead '
+        'into and that holds it (such as the Hugging Face cache its snapshot is in), or leave links_within unset'
+        % (tmp_path / 'alias', os.path.realpath(other), os.path.realpath(snapshot.path)))
+    assert snapshot.failure(links_within=os.path.join(snapshot.path, 'tokenizer')).msg.startswith(
+        'links_within: %s/tokenizer does not hold the model directory ' % snapshot.path)
+
+
+def test_links_within_is_judged_with_its_links_resolved(snapshot, tmp_path):
+    os.symlink(snapshot.root, str(tmp_path / 'current'))
+    assert snapshot.verify('fail', links_within=str(tmp_path / 'current') + '/')['files'] == 3
+    # The model directory reached through a link in the cache resolves inside it too.
+    os.symlink('snapshots/1d044fd8', os.path.join(snapshot.root, 'latest'))
+    model = HfCache.__new__(HfCache)
+    model.__dict__.update(snapshot.__dict__, path=os.path.join(snapshot.root, 'latest'), warnings=[])
+    assert model.verify('fail')['files'] == 3

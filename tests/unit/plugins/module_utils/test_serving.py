@@ -27,7 +27,7 @@ DEFAULTS = {
     'start_timeout': 900, 'stop_timeout': 180, 'tls_cert': None, 'tls_key': None, 'tls_ca': None,
     'tls_server_name': None,
     'npu_free_timeout': 120, 'npu_free_interval': 2, 'restart_burst': 5, 'restart_interval': 600,
-    'wait_for_endpoints': [], 'wait_for_timeout': 600,
+    'wait_for_endpoints': [], 'wait_for_timeout': 600, 'model_links_within': None,
 }
 DRIVER_FILES_A2 = ['/usr/local/dcmi', '/usr/local/Ascend/driver/tools/hccn_tool', '/usr/local/bin/npu-smi',
                    '/usr/local/Ascend/driver/version.info', '/etc/ascend_install.info']
@@ -673,3 +673,99 @@ def test_a_server_name_without_tls_and_a_bad_one_are_refused():
 def test_the_tls_files_never_come_from_the_extra_arguments(extra, variable):
     found = problems(extra_args=extra)
     assert len(found) == 1 and variable in found[0] and found[0].startswith('vllm_service_extra_args[0] gives --ssl-')
+
+
+# ------------------------------------------------------------------------------------- a Hugging Face snapshot
+# The weekly update may choose a snapshot of a Hugging Face cache of one model (<cache>/snapshots/<revision>), whose
+# files are links to ../../blobs/<sha256>: the container gets the whole cache, read-only at its own path.
+HF_CACHE = '/data/hf/models--deepseek-ai--DeepSeek-V3'
+SNAPSHOT = HF_CACHE + '/snapshots/1d044fd82b15f1cedb197a288e50cc96a2c27205'
+
+
+def volumes_of(result):
+    return [arg[len('--volume='):] for arg in result['command'] if arg.startswith('--volume=')]
+
+
+def test_a_snapshot_in_a_container_gets_its_cache_read_only_at_the_same_path_instead_of_the_model():
+    result = plan(model=SNAPSHOT, model_links_within=HF_CACHE)
+    assert volumes_of(result) == ['%s:%s' % (path, path) for path in DRIVER_FILES_A2] + [
+        '/usr/local/Ascend/driver/lib64:/usr/local/Ascend/driver/lib64',
+        '%s:%s:ro' % (HF_CACHE, HF_CACHE), '/var/lib/vllm/vllm:/root/.cache']
+    # The model's path is inside the mount, so vllm serve finds it, and each ../../blobs link resolves in it.
+    assert result['command'][result['command'].index(IMAGE):][:4] == [IMAGE, 'vllm', 'serve', SNAPSHOT]
+    assert result['served_model_name'] == '1d044fd82b15f1cedb197a288e50cc96a2c27205'
+    # The service's CLI (the benchmark's load generator reads the tokenizer) gets the same mount.
+    assert result['cli']['run'] == ['/usr/bin/docker', 'run', '--rm', '--network=host',
+                                    '--volume=%s:%s:ro' % (HF_CACHE, HF_CACHE)]
+
+
+@pytest.mark.parametrize('given', ['//data/hf/models--deepseek-ai--DeepSeek-V3/', '/data/hf/./models--deepseek-ai--'
+                                   'DeepSeek-V3/snapshots/..', '/data/hf/models--deepseek-ai--DeepSeek-V3//.'])
+def test_the_cache_is_mounted_normalised(given):
+    assert '%s:%s:ro' % (HF_CACHE, HF_CACHE) in volumes_of(plan(model=SNAPSHOT, model_links_within=given))
+
+
+def test_null_or_the_model_itself_mounts_the_model_as_before():
+    assert '%s:%s:ro' % (SNAPSHOT, SNAPSHOT) in volumes_of(plan(model=SNAPSHOT))
+    assert '%s:%s:ro' % (SNAPSHOT, SNAPSHOT) in volumes_of(plan(model=SNAPSHOT, model_links_within=SNAPSHOT + '/'))
+
+
+def test_native_mode_mounts_nothing_and_runs_the_snapshot():
+    result = plan({'npu_count': 0}, model=SNAPSHOT, model_links_within=HF_CACHE)
+    assert result['mounts'] == [] and SNAPSHOT in result['command']
+
+
+@pytest.mark.parametrize('within', ['/data/hf/models--deepseek-ai--DeepSeek-V3-other', HF_CACHE + '/blobs',
+                                    SNAPSHOT + '/sub', '/data/models'])
+def test_links_within_that_does_not_hold_the_model_is_refused_naming_both_variables(within):
+    message = ('vllm_service_model_links_within "%s" must hold vllm_service_model "%s": it is the directory the '
+               'model\'s symbolic links may lead into (such as the Hugging Face cache of one model, its snapshot the '
+               'model), or null for the model directory itself' % (within, SNAPSHOT))
+    assert _serving.check_inputs(inputs(model=SNAPSHOT, model_links_within=within)) == [message]
+    assert problems(model=SNAPSHOT, model_links_within=within) == [message]
+
+
+@pytest.mark.parametrize('within', ['relative/cache', HF_CACHE + '\n', 7, ''])
+def test_links_within_must_be_an_absolute_path_without_control_characters(within):
+    found = _serving.check_inputs(inputs(model=SNAPSHOT, model_links_within=within))
+    assert found == ['vllm_service_model_links_within must be null or an absolute path without control characters; '
+                     'got %s' % _serving._show(within)]
+
+
+def test_links_within_is_only_read_so_the_system_directory_rule_does_not_hold_natively():
+    assert plan({'npu_count': 0}, model='/srv/models/m', model_links_within='/srv')['problems'] == []
+
+
+@pytest.mark.parametrize('within, model', [('/', SNAPSHOT), ('/usr', '/usr/models/m'), ('/opt', '/opt/models/m'),
+                                           ('/usr/local', '/usr/local/models/m'), ('/etc/models', '/etc/models/m'),
+                                           ('/var', '/var/models/m'), ('/home', '/home/models/m'),
+                                           ('/vllm-workspace', '/vllm-workspace/m')])
+def test_in_a_container_links_within_may_not_hide_the_images_own_files(within, model):
+    assert problems(model=model, model_links_within=within) == [
+        'vllm_service_model_links_within %s is mounted read-only at the same path in the container, where it would '
+        'hide the image\'s own files: give the directory that holds the model and its links only (such as the '
+        'Hugging Face cache of the model)' % within]
+    # Natively it is only read: no rule but that it holds the model.
+    assert problems({'npu_count': 0}, model=model, model_links_within=within) == []
+
+
+@pytest.mark.parametrize('within, changes, held', [
+    ('/data', {'model': '/data/hf/m', 'volumes': ['/srv/prompts:/data/prompts:ro']}, '/data/prompts'),
+    ('/mnt/nfs', {'model': '/mnt/nfs/hf/m', 'volumes': ['/srv/lora:/mnt/nfs//hf/m/lora/']}, '/mnt/nfs//hf/m/lora/'),
+])
+def test_in_a_container_links_within_may_not_hold_another_mount_target(within, changes, held):
+    # A read-only mount would have to hold the other's mount point (and the service's own are in system places).
+    found = problems(model_links_within=within, **changes)
+    assert len(found) == 1 and found[0].startswith(
+        'vllm_service_model_links_within %s is mounted read-only at the same path in the container and holds %s, '
+        'where the service mounts ' % (within, held)), found
+
+
+def test_a_container_mount_target_that_holds_another_is_only_checked_for_links_within():
+    # Today's model mount is left as it was: a volume inside the model directory is the user's business.
+    assert plan(volumes=['/srv/lora:/data/models/DeepSeek-R1-W8A8/lora:ro'])['problems'] == []
+
+
+def test_a_user_volume_at_the_caches_path_is_refused_as_any_other():
+    found = problems(model=SNAPSHOT, model_links_within=HF_CACHE, volumes=['/x:%s' % HF_CACHE])
+    assert len(found) == 1 and 'vllm_service_volumes[0] mounts at %s' % HF_CACHE in found[0]

@@ -152,3 +152,51 @@ def test_names_that_are_not_utf8_are_returned_as_valid_utf8(model):
     result = run_module({'path': model})
     assert result['extra'] == ['bad\ufffdname']
     json.dumps(result, ensure_ascii=False).encode('utf-8')
+
+
+def hf_cache(tmp_path):
+    """A Hugging Face cache of one model: the snapshot's files (its SHA256SUMS too) links to ../../blobs/<sha256>."""
+    root = tmp_path / 'models--deepseek-ai--DeepSeek-V3'
+    snapshot = root / 'snapshots' / 'r1'
+    for name, text in dict(FILES, SHA256SUMS=MANIFEST).items():
+        make_tree(root, {'blobs/' + sha(text): text})
+        os.utime(str(root / 'blobs' / sha(text)), (time.time() - 3600,) * 2)
+        link = snapshot / name
+        link.parent.mkdir(parents=True, exist_ok=True)
+        link.symlink_to(os.path.relpath(str(root / 'blobs' / sha(text)), str(link.parent)))
+    return str(root), str(snapshot)
+
+
+def test_links_within_verifies_a_hugging_face_snapshot(fake_host, tmp_path, monkeypatch):
+    monkeypatch.setattr(_model_manifest, 'CACHE_DIR', str(tmp_path / 'records'))
+    root, snapshot = hf_cache(tmp_path)
+    result = run_module({'path': snapshot, 'links_within': root, 'extra_files': 'fail'})
+    assert (result['changed'], result['files'], result['hashed'], result['extra']) == (False, 2, 2, [])
+    # Without it, today's rule: the links lead out of the model directory.
+    refused = run_module({'path': snapshot}, FailJson)
+    assert refused['msg'] == ("%s/SHA256SUMS line 1: 'config.json' leads out of the model directory %s through a "
+                              "symbolic link" % (snapshot, os.path.realpath(snapshot)))
+
+
+def test_links_within_creates_the_snapshots_manifest_in_check_mode_and_for_real(fake_host, tmp_path, monkeypatch):
+    monkeypatch.setattr(_model_manifest, 'CACHE_DIR', str(tmp_path / 'records'))
+    root, snapshot = hf_cache(tmp_path)
+    manifest = str(tmp_path / 'DeepSeek-V3.sha256')
+    args = {'path': snapshot, 'links_within': root, 'manifest': manifest, 'state': 'created'}
+    predicted = run_module(dict(args, _ansible_check_mode=True))
+    assert not os.path.exists(manifest)
+    written = run_module(args)
+    assert (predicted['changed'], written['changed'], run_module(args)['changed']) == (True, True, False)
+    assert predicted['manifest_sha256'] == written['manifest_sha256']
+    with open(manifest, encoding='utf-8') as text:
+        assert text.read() == ''.join('%s  %s\n' % (sha(text), name)
+                                      for name, text in sorted(dict(FILES, SHA256SUMS=MANIFEST).items()))
+
+
+def test_links_within_that_does_not_hold_the_path_fails_naming_it(model, tmp_path):
+    other = str(tmp_path / 'other')
+    os.makedirs(other)
+    result = run_module({'path': model, 'links_within': other}, FailJson)
+    assert result['msg'] == ('links_within: %s does not hold the model directory %s: give the directory its links may '
+                             'lead into and that holds it (such as the Hugging Face cache its snapshot is in), or leave '
+                             'links_within unset' % (other, os.path.realpath(model)))

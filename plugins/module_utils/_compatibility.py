@@ -33,13 +33,23 @@ upstream table), with these keys:
                    ``_compatibility_rows.IMAGE_SUFFIXES``).
 ``status``         ``final``, ``post`` (a post release of a final) or ``rc`` (a release candidate: accepted when asked
                    for, never suggested).
-``source``         where the row comes from.
+``source``         where the row comes from; ``site`` for a site's row.
+
+A site adds rows, or replaces the row of a release, with the inventory variable ``ascend_compat_site_rows``: a list of
+rows in this format (``vllm_ascend``, ``vllm`` and ``cann`` required; ``playbooks/compat_rows.yml`` prints them from a
+``versioning_policy.md``). ``with_site_rows`` checks them with ``check_row``, the check every built-in row passes
+too, marks them ``source: site`` and merges them; the functions below take the merged rows as ``rows``, and every row
+they return, and every sentence naming one ("vllm-ascend 0.30.0 (site row)"), says it is the site's.
 
 Where a row's source does not publish a value (the releases after the newest table: ``LATER_ROWS``), it is None:
 a given version of that component cannot be confirmed against the row, which is a problem like a mismatch.
 
 Versions compare with ``_version.compare_ascend_versions``: case-insensitive, ``v`` prefixes and ``+local``
 parts ignored (``v0.9.1+empty`` is vLLM ``0.9.1``), ``8.3.rc2`` equals ``8.3.RC2``, ``25.5`` equals ``25.5.0``.
+
+The driver refusal says the fact first, then both fixes: upgrade the driver to the row's minimum with
+``playbooks/upgrade.yml`` (``npu_driver_version``), or choose the newest release the driver runs (the caller's
+``release_variable``).
 
 The driver rule. A row's *driver minimum* is its ``driver``; where that is unknown, it is the highest known
 ``driver`` among the rows whose CANN is not newer (a newer CANN never needs an older driver than an older CANN
@@ -60,10 +70,15 @@ import re
 
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._compatibility_rows import (
     DRIVERS,
+    IMAGE_HARDWARE,
     IMAGE_REPOSITORY,
+    IMAGE_SUFFIXES,
     LATER_ROWS,
+    TABLE_FIELDS,
     TABLE_ROWS,
     TABLE_SOURCE,
+    parse_policy_rows,
+    release_status,
 )
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._version import (
     compare_ascend_versions,
@@ -86,6 +101,177 @@ ROWS = tuple(
      for values in TABLE_ROWS]
     + [_row(dict((key, later[key]) for key in _TABLE_FIELDS), later['status'], later['source']) for later in LATER_ROWS])
 
+# --------------------------------------------------------------------------------------------- a row, checked
+# Every row - built in or a site's - passes check_row; the keys a row has, in order.
+ROW_FIELDS = ('vllm_ascend', 'vllm', 'python', 'cann', 'torch', 'torch_npu', 'triton_ascend', 'driver', 'firmware',
+              'image_tag', 'status', 'source')
+# A site's row: what it must give, and the source every site row carries in every report.
+SITE_REQUIRED = ('vllm_ascend', 'vllm', 'cann')
+SITE_SOURCE = 'site'
+SITE_ROWS_VARIABLE = 'ascend_compat_site_rows'
+STATUSES = ('final', 'post', 'rc')
+_VERSION_FIELDS = ('vllm_ascend', 'vllm', 'cann', 'torch', 'torch_npu', 'triton_ascend', 'driver', 'firmware')
+# An image tag as docker and podman take it.
+_IMAGE_TAG = re.compile(r'[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}\Z')
+_SOURCE_LENGTH = 500
+
+
+def check_row(row, where):
+    """``row`` (a dict of ROW_FIELDS; a site's may leave out python, torch, torch_npu, triton_ascend, driver,
+    firmware - null -, image_tag - v<vllm_ascend> -, status - from the version, as the table writes it - and source)
+    checked and completed; a ValueError naming ``where`` and the key for the first thing wrong."""
+    if not isinstance(row, dict):
+        raise ValueError('%s must be a row: a dict with %s (and optionally the other keys: %s), not %s'
+                         % (where, ', '.join(SITE_REQUIRED), ', '.join(key for key in ROW_FIELDS if key not in SITE_REQUIRED),
+                            type(row).__name__))
+    unknown = sorted(str(key) for key in row if key not in ROW_FIELDS)
+    if unknown:
+        raise ValueError('%s has no key %s (a row\'s keys are %s)' % (where, ', '.join(unknown), ', '.join(ROW_FIELDS)))
+    checked = {}
+    for key in _VERSION_FIELDS:
+        value = row.get(key)
+        if value is None or (isinstance(value, str) and not value.strip()):
+            if key in SITE_REQUIRED:
+                raise ValueError('%s.%s is missing: every row names its %s version' % (where, key, LABELS[key]))
+            checked[key] = None
+        elif not isinstance(value, str):
+            raise ValueError('%s.%s: %r is a %s, not a version string: quote it (YAML reads 9.10 as the number 9.1)'
+                             % (where, key, value, type(value).__name__))
+        elif _CONTROL.search(value) or not is_ascend_version(value.strip()):
+            raise ValueError('%s.%s: %r is not a version' % (where, key, value))
+        else:
+            checked[key] = value.strip().lstrip('vV') if key in ('vllm_ascend', 'vllm') else value.strip()
+    python = row.get('python')
+    if python is None or (isinstance(python, str) and not python.strip()):
+        checked['python'] = None
+    else:
+        try:
+            if not isinstance(python, str) or _CONTROL.search(python):
+                raise ValueError()
+            python_in_range('3.10', python)
+        except ValueError:
+            raise ValueError('%s.python: %r is not a Python range such as >=3.10,<3.13' % (where, python))
+        checked['python'] = python.replace(' ', '')
+    tag = row.get('image_tag')
+    if tag is None:
+        tag = 'v' + checked['vllm_ascend']
+    if not isinstance(tag, str) or not _IMAGE_TAG.match(tag):
+        raise ValueError('%s.image_tag: %r is not an image tag (letters, digits, _ . -; at most 128)' % (where, tag))
+    checked['image_tag'] = tag
+    status = row.get('status')
+    if status is None:
+        status = release_status(checked['vllm_ascend'])
+    if status not in STATUSES:
+        raise ValueError('%s.status: %r is none of %s' % (where, status, ', '.join(STATUSES)))
+    checked['status'] = status
+    source = row.get('source')
+    if not isinstance(source, str) or not source.strip() or _CONTROL.search(source) or len(source) > _SOURCE_LENGTH:
+        raise ValueError('%s.source must say where the row comes from, on one line of at most %d characters; got %r'
+                         % (where, _SOURCE_LENGTH, source))
+    checked['source'] = source.strip()
+    return dict((key, checked[key]) for key in ROW_FIELDS)
+
+
+def site_rows(value, variable=SITE_ROWS_VARIABLE):
+    """A site's rows (the inventory variable ``variable``: a list of rows, null or empty for none) checked with
+    check_row and marked ``source: site``, whatever source they give; a ValueError naming ``variable[index].key`` for
+    the first row that is wrong, or the two rows of one release."""
+    if value is None:
+        return ()
+    if not isinstance(value, (list, tuple)):
+        raise ValueError('%s must be a list of rows (each a dict with %s), not %s'
+                         % (variable, ', '.join(SITE_REQUIRED), type(value).__name__))
+    rows = []
+    seen = {}
+    for index, row in enumerate(value):
+        where = '%s[%d]' % (variable, index)
+        if isinstance(row, dict) and row.get('source') not in (None, SITE_SOURCE):
+            raise ValueError('%s.source: a site row\'s source is %s (given or left out), not %r: say where it comes from '
+                             'in a comment beside it' % (where, SITE_SOURCE, row['source']))
+        checked = check_row(dict(row, source=SITE_SOURCE) if isinstance(row, dict) else row, where)
+        version = parse_ascend_version(checked['vllm_ascend'])
+        if version in seen:
+            raise ValueError('%s.vllm_ascend: vllm-ascend %s has a row already, %s[%d]: keep one'
+                             % (where, checked['vllm_ascend'], variable, seen[version]))
+        seen[version] = index
+        rows.append(checked)
+    return tuple(rows)
+
+
+def with_site_rows(value, rows=ROWS, variable=SITE_ROWS_VARIABLE):
+    """``rows`` with a site's rows (site_rows of ``value``): a site row replaces the built-in row of its release
+    (the site knows better, such as a driver upstream validated after this collection's release) and adds the others.
+    ``rows`` itself when ``value`` holds none. A ValueError as site_rows raises it."""
+    site = site_rows(value, variable)
+    if not site:
+        return rows
+    replaced = set(parse_ascend_version(row['vllm_ascend']) for row in site)
+    return tuple([row for row in rows if parse_ascend_version(row['vllm_ascend']) not in replaced] + list(site))
+
+
+def image_variant(image):
+    """What an image reference of IMAGE_REPOSITORY says: ``{'release', 'suffix', 'hardware'}`` (the chip family the
+    variant is built for, as _model_format.product_family names it: both spellings of the Ascend 950DT variant give
+    950); None for another repository or a tag of no known variant."""
+    if not isinstance(image, str) or not image.startswith(IMAGE_REPOSITORY + ':'):
+        return None
+    tag = image[len(IMAGE_REPOSITORY) + 1:].split('@', 1)[0]
+    for suffix in sorted(IMAGE_SUFFIXES, key=len, reverse=True):
+        release = tag[:len(tag) - len(suffix)] if suffix else tag
+        if (not suffix or tag.endswith(suffix)) and re.match(r'v?[0-9]+(?:[.][0-9]+)+[0-9A-Za-z.+]*\Z', release):
+            return {'release': release.lstrip('v'), 'suffix': suffix, 'hardware': IMAGE_HARDWARE[suffix]}
+    return None
+
+
+def policy_site_rows(text, source=None, include_rc=False):
+    """The rows of a versioning_policy.md (``text``) that a site would add to the compatibility set, in the format of
+    the inventory variable SITE_ROWS_VARIABLE: the final and post releases (and the release candidates with
+    ``include_rc``) that the collection's rows lack or hold otherwise, each checked by check_row; a row replacing one of
+    the collection's keeps that row's driver (the table names none). Returns ``rows`` (those rows), ``unchanged`` (the
+    releases the collection has as the file does), ``problems`` (what parse_policy_rows could not read) and ``text``
+    (the variable as YAML, each row with a comment saying why, headed by ``source``). A file without the matrix is a
+    ValueError (_compatibility_rows.PolicyError)."""
+    problems = []
+    read = parse_policy_rows(text, problems.append)
+    builtin = dict((parse_ascend_version(row['vllm_ascend']), row) for row in ROWS)
+    rows, notes, unchanged = [], [], []
+    for index, found in enumerate(read):
+        if found['status'] == 'rc' and not include_rc:
+            continue
+        row = dict((key, found[key]) for key in TABLE_FIELDS)
+        ours = builtin.get(parse_ascend_version(row['vllm_ascend']))
+        changed = ['%s %s -> %s' % (key, ours[key], row[key]) for key in TABLE_FIELDS
+                   if ours is not None and ours[key] != row[key]]
+        if ours is not None and not changed:
+            unchanged.append(row['vllm_ascend'])
+            continue
+        note = 'new: the collection has no row of vllm-ascend %s' % row['vllm_ascend']
+        if ours is not None:
+            note = 'differs from the collection\'s row: %s' % ', '.join(changed)
+            if ours['driver']:
+                row['driver'] = ours['driver']
+                note += '; its driver %s kept' % ours['driver']
+        check_row(dict(row, source=SITE_SOURCE), 'row %d of the file (vllm-ascend %s)' % (index, row['vllm_ascend']))
+        rows.append(dict((key, value) for key, value in row.items() if value is not None))
+        notes.append(note)
+    lines = ['# The rows of %s that the collection lacks or holds otherwise,' % (_one_line(source) or 'a versioning_policy.md'),
+             '# for the inventory variable %s (group_vars/all.yml); check each before a node runs it.'
+             % SITE_ROWS_VARIABLE]
+    if unchanged:
+        lines.append('# The collection has these as the file does: %s.' % ', '.join(unchanged))
+    for problem in problems:
+        lines.append('# Not read: %s' % _one_line(problem))
+    lines.append('%s:%s' % (SITE_ROWS_VARIABLE, '' if rows else ' []'))
+    for row, note in zip(rows, notes):
+        lines.append('  # %s' % note)
+        lines.append('  - {%s}' % ', '.join("%s: '%s'" % (key, value.replace("'", "''")) for key, value in row.items()))
+    return {'rows': rows, 'unchanged': unchanged, 'problems': problems, 'text': '\n'.join(lines) + '\n'}
+
+
+def _one_line(text):
+    return _CONTROL.sub(' ', text) if text else text
+
+
 # The components a row pins exactly, in message order, and how messages name every component.
 SOFTWARE = ('vllm_ascend', 'vllm', 'cann', 'torch', 'torch_npu', 'triton_ascend')
 LABELS = {'vllm_ascend': 'vllm-ascend', 'vllm': 'vLLM', 'cann': 'CANN', 'torch': 'torch', 'torch_npu': 'torch_npu',
@@ -99,7 +285,10 @@ _OPERATORS = {
     '>=': lambda order: order >= 0, '<=': lambda order: order <= 0, '==': lambda order: order == 0,
     '!=': lambda order: order != 0, '>': lambda order: order > 0, '<': lambda order: order < 0,
 }
-_FAILURE_NOTE = 'a CANN newer than the driver supports is the most reported vllm-ascend failure'
+# What the driver refusal names for its two fixes: the driver's variable (role npu_driver, which playbooks/upgrade.yml
+# runs) and, unless the caller names its own, the variables that choose a release.
+DRIVER_VARIABLE = 'npu_driver_version'
+RELEASE_VARIABLE = 'vllm_service_vllm_ascend_version or vllm_service_image'
 _CONTROL = re.compile(r'[\x00-\x1f\x7f]')
 _DATE = re.compile(r'\d{4}-\d{2}-\d{2}\Z')
 # A reason long enough to say something, short enough for a play's output and a report.
@@ -186,7 +375,7 @@ def rows_for_driver(driver, rows=ROWS):
 
 
 def format_row(row, rows=ROWS):
-    """One line naming every component of ``row``, for messages."""
+    """One line naming every component of ``row``, for messages; a site's row is named "(site row)"."""
     minimum, origin = driver_minimum(row, rows)
     if minimum is None:
         driver = 'no recommended driver'
@@ -197,8 +386,8 @@ def format_row(row, rows=ROWS):
 
     def shown(key):
         return row[key] if row[key] is not None else ('none' if key == 'triton_ascend' and row['torch'] else 'unpublished')
-    return ('vllm-ascend %s%s (vLLM %s, Python %s, CANN %s, torch %s, torch_npu %s, triton-ascend %s, %s, image %s:%s)'
-            % (row['vllm_ascend'], ' (release candidate)' if row['status'] == 'rc' else '', row['vllm'], shown('python'),
+    return ('%s%s (vLLM %s, Python %s, CANN %s, torch %s, torch_npu %s, triton-ascend %s, %s, image %s:%s)'
+            % (_release_name(row), ' (release candidate)' if row['status'] == 'rc' else '', row['vllm'], shown('python'),
                row['cann'], shown('torch'), shown('torch_npu'), shown('triton_ascend'), driver, IMAGE_REPOSITORY,
                row['image_tag']))
 
@@ -228,7 +417,40 @@ def _matches(row, given):
     return all(_same(row[key], given[key]) for key in SOFTWARE if key in given)
 
 
-def _environment_problems(row, given, rows):
+def _environment_fits(row, environment, rows):
+    """Whether ``row`` admits the given Python and driver (``environment``)."""
+    if 'python' in environment and (row['python'] is None or not python_in_range(environment['python'], row['python'])):
+        return False
+    return 'driver' not in environment or _driver_fits(row, environment['driver'], rows)
+
+
+def _newest_release_for(environment, rows):
+    """The newest final or post release that admits the given Python and driver, None when none does."""
+    return next((row for row in _newest_first(rows) if row['status'] != 'rc' and _environment_fits(row, environment, rows)),
+                None)
+
+
+def _release_name(row):
+    return 'vllm-ascend %s%s' % (row['vllm_ascend'], ' (site row)' if row.get('source') == SITE_SOURCE else '')
+
+
+def _driver_too_old(row, given, rows, release_variable):
+    """The driver refusal: the fact first, then both fixes - the driver upgraded to the row's minimum, or the newest
+    release that this driver (and the given Python) runs - each naming what to set."""
+    minimum, origin = driver_minimum(row, rows)
+    fact = 'NPU driver %s is too old for %s (CANN %s), which needs %s or later' % (
+        given['driver'], _release_name(row), row['cann'], minimum)
+    if origin is not row:
+        fact += ' (inferred from %s, CANN %s)' % (_release_name(origin), origin['cann'])
+    fixes = ['upgrade the driver to %s with playbooks/upgrade.yml (%s)' % (minimum, DRIVER_VARIABLE)]
+    older = _newest_release_for(dict((key, given[key]) for key in ('driver', 'python') if key in given), rows)
+    if older is not None:
+        fixes.append('choose %s (CANN %s), the newest release driver %s runs (%s)'
+                     % (_release_name(older), older['cann'], given['driver'], release_variable or RELEASE_VARIABLE))
+    return '%s: %s' % (fact, ', or '.join(fixes))
+
+
+def _environment_problems(row, given, rows, release_variable=None):
     """Sentences for the given Python and driver that ``row`` rules out."""
     problems = []
     if 'python' in given and row['python'] is None:
@@ -238,15 +460,7 @@ def _environment_problems(row, given, rows):
         problems.append('Python %s is outside %s, the Python range of vllm-ascend %s'
                         % (given['python'], row['python'], row['vllm_ascend']))
     if 'driver' in given and not _driver_fits(row, given['driver'], rows):
-        minimum, origin = driver_minimum(row, rows)
-        if origin is row:
-            problems.append('NPU driver %s is older than %s, the driver recommended for vllm-ascend %s (CANN %s): %s'
-                            % (given['driver'], minimum, row['vllm_ascend'], row['cann'], _FAILURE_NOTE))
-        else:
-            problems.append('NPU driver %s is older than %s, the driver vllm-ascend %s recommends for its older CANN %s '
-                            '(the source recommends none for vllm-ascend %s, CANN %s): %s'
-                            % (given['driver'], minimum, origin['vllm_ascend'], origin['cann'], row['vllm_ascend'],
-                               row['cann'], _FAILURE_NOTE))
+        problems.append(_driver_too_old(row, given, rows, release_variable))
     return problems
 
 
@@ -264,7 +478,7 @@ def _reference_row(given, ordered):
     return best
 
 
-def _mismatch_problems(given, ordered, rows):
+def _mismatch_problems(given, ordered, rows, release_variable=None):
     reference = _reference_row(given, ordered)
     problems = []
     for key in SOFTWARE:
@@ -282,7 +496,7 @@ def _mismatch_problems(given, ordered, rows):
                             % (LABELS[key], given[key],
                                ', '.join(dict.fromkeys(row[key] for row in ordered if row[key] is not None))))
     if reference:
-        problems.extend(_environment_problems(reference, given, rows))
+        problems.extend(_environment_problems(reference, given, rows, release_variable))
     return problems
 
 
@@ -328,7 +542,7 @@ def read_waiver(waiver, today):
 
 
 def check_combination(vllm_ascend=None, vllm=None, cann=None, torch=None, torch_npu=None, triton_ascend=None,
-                      driver=None, python=None, rows=ROWS, waiver=None, today=None):
+                      driver=None, python=None, rows=ROWS, waiver=None, today=None, release_variable=None):
     """Check a combination of versions against the compatibility set. Every argument is optional.
 
     Returns a dict:
@@ -350,6 +564,11 @@ def check_combination(vllm_ascend=None, vllm=None, cann=None, torch=None, torch_
     ``waiver`` is a dict (see read_waiver), checked on ``today`` (a datetime.date; the local date when None). A
     value that is not a version string (a YAML number such as 3.10) is a problem, never an exception, and no
     waiver covers it.
+
+    ``rows`` are the rows to check against: ROWS, or with_site_rows's (a site's rows among them, marked ``source:
+    site`` in every row returned and named "(site row)" in every sentence). ``release_variable`` is what the caller's
+    user sets to choose another release (such as ``vllm_service_vllm_ascend_version``), named in the driver refusal's
+    second fix; RELEASE_VARIABLE when None.
     """
     given, problems = _read_inputs({'vllm_ascend': vllm_ascend, 'vllm': vllm, 'cann': cann, 'torch': torch,
                                     'torch_npu': torch_npu, 'triton_ascend': triton_ascend, 'driver': driver,
@@ -358,22 +577,23 @@ def check_combination(vllm_ascend=None, vllm=None, cann=None, torch=None, torch_
     environment = dict((key, given[key]) for key in ('driver', 'python') if key in given)
     suggestion = None
     if 'driver' in given:
-        suggestion = next((describe_row(row, rows) for row in ordered
-                           if row['status'] != 'rc' and not _environment_problems(row, environment, rows)), None)
+        newest = _newest_release_for(environment, rows)
+        suggestion = describe_row(newest, rows) if newest is not None else None
     result = {'supported': False, 'row': None, 'problems': problems, 'suggestion': suggestion, 'waived': False,
               'waiver': None, 'waived_problems': [], 'waiver_problems': []}
     if problems:
         return result
     candidates = [row for row in ordered if _matches(row, given)]
-    fitting = [row for row in candidates if not _environment_problems(row, given, rows)]
+    fitting = [row for row in candidates if _environment_fits(row, given, rows)]
     if fitting:
         result.update(supported=True, row=describe_row(fitting[0], rows))
     elif not any(key in given for key in SOFTWARE):
         result['problems'] = _environment_only_problems(environment, ordered, rows)
     elif candidates:
-        result.update(row=describe_row(candidates[0], rows), problems=_environment_problems(candidates[0], given, rows))
+        result.update(row=describe_row(candidates[0], rows),
+                      problems=_environment_problems(candidates[0], given, rows, release_variable))
     else:
-        result['problems'] = _mismatch_problems(given, ordered, rows)
+        result['problems'] = _mismatch_problems(given, ordered, rows, release_variable)
     if waiver is not None:
         _apply_waiver(result, given, waiver, today or datetime.date.today())
     return result
@@ -409,8 +629,9 @@ def _environment_only_problems(environment, ordered, rows):
         for row in ordered:
             if compare_ascend_versions(driver_minimum(row, rows)[0], driver_minimum(lowest, rows)[0]) < 0:
                 lowest = row
-        return ['NPU driver %s is older than the driver minimum of every row of the compatibility set; the lowest is '
-                '%s, of vllm-ascend %s (CANN %s)' % (environment['driver'], driver_minimum(lowest, rows)[0],
-                                                     lowest['vllm_ascend'], lowest['cann'])]
+        return ['NPU driver %s is too old for every release of the compatibility set, the oldest of which, %s (CANN '
+                '%s), needs %s or later: upgrade the driver to %s with playbooks/upgrade.yml (%s)'
+                % (environment['driver'], _release_name(lowest), lowest['cann'], driver_minimum(lowest, rows)[0],
+                   driver_minimum(lowest, rows)[0], DRIVER_VARIABLE)]
     return ['no row of the compatibility set admits both Python %s and NPU driver %s'
             % (environment['python'], environment['driver'])]

@@ -22,15 +22,16 @@ from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._compatibility
     compatibility_rows,
     describe_row,
 )
-from ansible_collections.kunpeng_ascend.vllm.tests.helpers import ansible_debug
+from ansible_collections.kunpeng_ascend.vllm.tests.helpers import ansible_debug, load_fixture
 
 FILTER_DIR = os.path.dirname(plugin.__file__)
 
 
-def test_the_plugin_exposes_its_three_filters():
+def test_the_plugin_exposes_its_four_filters():
     assert plugin.FilterModule().filters() == {'ascend_compat': plugin.ascend_compat,
                                                'ascend_compat_rows': plugin.ascend_compat_rows,
-                                               'ascend_compat_waiver': plugin.ascend_compat_waiver}
+                                               'ascend_compat_waiver': plugin.ascend_compat_waiver,
+                                               'ascend_compat_policy': plugin.ascend_compat_policy}
 
 
 def test_ascend_compat_is_check_combination():
@@ -92,7 +93,7 @@ def test_through_a_template():
                              {'driver': '25.5.0'}) == ['8.5.1', '8.5.0', '8.3.RC2', '8.2.RC1', '8.1.RC1', '8.1.RC1']
 
 
-@pytest.mark.parametrize('name', ['ascend_compat', 'ascend_compat_rows', 'ascend_compat_waiver'])
+@pytest.mark.parametrize('name', ['ascend_compat', 'ascend_compat_rows', 'ascend_compat_waiver', 'ascend_compat_policy'])
 def test_each_filter_has_its_documentation_sidecar(name):
     with open(os.path.join(FILTER_DIR, name + '.yml'), encoding='utf-8') as sidecar:
         docs = yaml.safe_load(sidecar)
@@ -135,3 +136,64 @@ def test_a_waiver_alone_is_read_with_its_problems():
     assert plugin.ascend_compat_waiver(None) == {'waiver': None, 'problems': []}
     expired = plugin.ascend_compat_waiver(waiver, today='2027-02-01')
     assert expired['waiver'] is None and expired['problems'][0].startswith('the waiver expired on 2027-01-31')
+
+
+# --- a site's rows -------------------------------------------------------------------------------------------
+
+SITE_ROWS = [{'vllm_ascend': '0.30.0', 'vllm': '0.30.0', 'cann': '9.2.1', 'driver': '25.6.RC3.1'},
+             {'vllm_ascend': '0.31.0', 'vllm': '0.31.0', 'cann': '9.2.1', 'driver': '26.2.RC1'}]
+
+
+def test_the_site_rows_join_every_lookup_marked_as_the_sites():
+    result = plugin.ascend_compat({'vllm_ascend': '0.30.0', 'driver': '25.6.RC3.1'}, site_rows=SITE_ROWS)
+    assert (result['supported'], result['row']['source']) == (True, 'site')
+    assert plugin.ascend_compat({'vllm_ascend': '0.30.0', 'driver': '25.6.RC3.1'})['supported'] is False
+    rows = plugin.ascend_compat_rows('26.2.RC1', site_rows=SITE_ROWS)
+    assert [(row['vllm_ascend'], row['source']) for row in rows[:3]] == [
+        ('0.32.0rc1', rows[0]['source']), ('0.31.0', 'site'), ('0.30.0', 'site')]
+    assert [row['source'] for row in plugin.ascend_compat_rows(None, site_rows=SITE_ROWS)].count('site') == 2
+
+
+def test_a_malformed_site_row_fails_the_filter_naming_the_variable_and_row():
+    with pytest.raises(AnsibleFilterError) as raised:
+        plugin.ascend_compat_rows(None, site_rows=[SITE_ROWS[0], dict(SITE_ROWS[1], cann=9.2)])
+    assert str(raised.value) == ('ascend_compat_rows: ascend_compat_site_rows[1].cann: 9.2 is a float, not a version '
+                                 'string: quote it (YAML reads 9.10 as the number 9.1)')
+    with pytest.raises(AnsibleFilterError) as raised:
+        plugin.ascend_compat({'driver': '26.2.RC1'}, site_rows='0.31.0')
+    assert str(raised.value).startswith('ascend_compat: ascend_compat_site_rows must be a list of rows')
+
+
+def test_the_caller_names_its_release_variable_in_the_driver_refusal():
+    result = plugin.ascend_compat({'vllm_ascend': '0.23.0', 'driver': '25.5'}, release_variable='cann_version')
+    assert result['problems'][0].endswith('or choose vllm-ascend 0.18.0 (CANN 8.5.1), the newest release driver 25.5 '
+                                          'runs (cann_version)')
+    with pytest.raises(AnsibleFilterError, match='release_variable must be a string or null, not list'):
+        plugin.ascend_compat({'driver': '25.5'}, release_variable=['cann_version'])
+
+
+def test_site_rows_through_a_template():
+    expression = ("({'vllm_ascend': '0.31.0', 'driver': '26.2.RC1'} | kunpeng_ascend.vllm.ascend_compat("
+                  "site_rows=ascend_compat_site_rows)).row.source")
+    assert run_ansible_debug(expression, {'ascend_compat_site_rows': SITE_ROWS}) == 'site'
+
+
+POLICY = load_fixture('vllm-ascend-versioning_policy.md_hust-mirror-4edb35a_2026-09-21_to-v0.26.0rc1_table-excerpt.txt')
+
+
+def test_the_policy_filter_prints_the_site_variable():
+    result = plugin.ascend_compat_policy(POLICY, source='vLLM-HUST/vllm-ascend-hust at 4edb35a', include_rc=True)
+    assert result['rows'][0]['vllm_ascend'] == '0.26.0rc1'
+    assert yaml.safe_load(result['text']) == {'ascend_compat_site_rows': result['rows']}
+    assert result['text'].startswith('# The rows of vLLM-HUST/vllm-ascend-hust at 4edb35a that the collection lacks')
+
+
+@pytest.mark.parametrize('text, options, message', [
+    (None, {}, 'ascend_compat_policy: the input must be the text of a versioning_policy.md, not NoneType'),
+    ('# README', {}, 'ascend_compat_policy: no "Release compatibility matrix" heading: is this versioning_policy.md?'),
+    (POLICY, {'include_rc': 'yes'}, "ascend_compat_policy: include_rc must be true or false, not 'yes'"),
+])
+def test_the_policy_filter_refuses_what_it_cannot_read(text, options, message):
+    with pytest.raises(AnsibleFilterError) as raised:
+        plugin.ascend_compat_policy(text, **options)
+    assert str(raised.value) == message

@@ -12,19 +12,25 @@ from __future__ import annotations
 import datetime
 
 import pytest
+import yaml
 
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils import _compatibility, _compatibility_rows
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._compatibility import (
     ROWS,
     SOURCE,
     check_combination,
+    check_row,
     compatibility_rows,
     describe_row,
     driver_minimum,
     format_row,
+    image_variant,
+    policy_site_rows,
     python_in_range,
     read_waiver,
     rows_for_driver,
+    site_rows,
+    with_site_rows,
 )
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._compatibility_rows import TABLE_ROWS
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._version import is_ascend_version
@@ -41,7 +47,7 @@ TODAY = datetime.date(2026, 12, 1)
 WAIVER = {'reason': 'CHG-4711: vllm-ascend 0.31.0 validated by the platform team on two A2 nodes',
           'expires': '2027-01-31'}
 
-DRIVER_NOTE = 'a CANN newer than the driver supports is the most reported vllm-ascend failure'
+RELEASE_VARIABLES = 'vllm_service_vllm_ascend_version or vllm_service_image'
 
 
 def versions(rows, key='vllm_ascend'):
@@ -137,7 +143,7 @@ def test_driver_minimum_is_the_rows_own_recommendation_or_inferred_from_older_ca
     minimums = [(row['vllm_ascend'], row['driver_minimum'], row['driver_minimum_from']) for row in compatibility_rows()]
     assert minimums == [
         ('0.32.0rc1', '26.0.RC1', '0.23.0'),   # CANN 9.2: at least what CANN 9.1.0 needed
-        ('0.30.0', '26.0.RC1', '0.23.0'),
+        ('0.30.0', '26.2.RC1', '0.30.0'),    # its v0.30.0 installation guide
         ('0.23.0.post1', '26.0.RC1', '0.23.0'),
         ('0.23.0', '26.0.RC1', '0.23.0'),
         ('0.18.0', '25.5', '0.13.0'),      # CANN 8.5.1: at least what CANN 8.5.0 needed
@@ -174,8 +180,9 @@ def test_the_pins_of_a_row_are_the_whole_row_without_local_parts_and_none_when_u
 
 
 @pytest.mark.parametrize('driver, expected', [
-    ('26.0.RC1', NEWEST_FIRST),
-    ('26.0.rc1', NEWEST_FIRST),
+    ('26.2.RC1', NEWEST_FIRST),
+    ('26.0.RC1', NEWEST_FIRST[:1] + NEWEST_FIRST[2:]),
+    ('26.0.rc1', NEWEST_FIRST[:1] + NEWEST_FIRST[2:]),
     ('25.5.1', NEWEST_FIRST[4:]),
     ('25.5', NEWEST_FIRST[4:]),
     ('25.5.rc1', NEWEST_FIRST[6:]),
@@ -198,8 +205,8 @@ def test_a_new_row_is_found_wherever_it_is_added():
            'status': 'final', 'source': 'test'}
     rows = ROWS[:3] + (new,) + ROWS[3:]
     assert versions(compatibility_rows(rows))[:2] == ['0.35.0', '0.32.0rc1']
-    assert driver_minimum(new, rows) == ('26.0.RC1', by_version('0.23.0'))
-    result = check_combination(vllm_ascend='0.35.0', python='3.13', driver='26.0.RC1', rows=rows)
+    assert driver_minimum(new, rows) == ('26.2.RC1', by_version('0.30.0'))
+    result = check_combination(vllm_ascend='0.35.0', python='3.13', driver='26.2.RC1', rows=rows)
     assert (result['supported'], result['row']['vllm_ascend'], result['suggestion']['vllm_ascend']) == \
         (True, '0.35.0', '0.35.0')
 
@@ -254,14 +261,24 @@ def test_torch_alone_picks_the_newest_row_holding_it():
 
 
 def test_a_release_candidate_is_supported_when_asked_for_and_never_suggested():
-    result = check_combination(vllm_ascend='0.32.0rc1', driver='26.0.RC1')
+    result = check_combination(vllm_ascend='0.32.0rc1', driver='26.2.RC1')
     assert (result['supported'], result['row']['status'], result['suggestion']['vllm_ascend']) == (True, 'rc', '0.30.0')
 
 
-def test_the_final_release_after_the_table_is_supported_on_a_driver_that_runs_its_cann():
-    result = check_combination(vllm_ascend='0.30.0', driver='26.0.RC1')
-    assert (result['supported'], result['row']['cann'], result['row']['image']) == (
-        True, '9.2.1', 'quay.io/ascend/vllm-ascend:v0.30.0')
+def test_the_final_release_after_the_table_is_supported_on_the_driver_upstream_validated():
+    result = check_combination(vllm_ascend='0.30.0', driver='26.2.RC1')
+    assert (result['supported'], result['row']['cann'], result['row']['image'], result['row']['driver']) == (
+        True, '9.2.1', 'quay.io/ascend/vllm-ascend:v0.30.0', '26.2.RC1')
+    assert 'https://docs.vllm.ai/projects/ascend/en/v0.30.0/getting_started/installation.html' in result['row']['source']
+
+
+def test_0_30_0_no_longer_falls_back_to_the_older_driver_and_the_refusal_offers_both_fixes():
+    result = check_combination(vllm_ascend='0.30.0', driver='26.0.RC1', release_variable='vllm_service_vllm_ascend_version')
+    assert (result['supported'], result['suggestion']['vllm_ascend']) == (False, '0.23.0.post1')
+    assert result['problems'] == [
+        'NPU driver 26.0.RC1 is too old for vllm-ascend 0.30.0 (CANN 9.2.1), which needs 26.2.RC1 or later: upgrade the '
+        'driver to 26.2.RC1 with playbooks/upgrade.yml (npu_driver_version), or choose vllm-ascend 0.23.0.post1 (CANN '
+        '9.1.0), the newest release driver 26.0.RC1 runs (vllm_service_vllm_ascend_version)']
 
 
 def test_an_unpublished_component_of_a_row_cannot_be_confirmed():
@@ -277,8 +294,9 @@ def test_a_row_ruled_out_by_the_driver_is_returned_with_the_problem_and_the_fitt
         NOT_WAIVED,
         supported=False,
         row=describe_row(by_version('0.23.0')),
-        problems=['NPU driver 25.5 is older than 26.0.RC1, the driver recommended for vllm-ascend 0.23.0 (CANN 9.1.0): '
-                  + DRIVER_NOTE],
+        problems=['NPU driver 25.5 is too old for vllm-ascend 0.23.0 (CANN 9.1.0), which needs 26.0.RC1 or later: '
+                  'upgrade the driver to 26.0.RC1 with playbooks/upgrade.yml (npu_driver_version), or choose '
+                  'vllm-ascend 0.18.0 (CANN 8.5.1), the newest release driver 25.5 runs (' + RELEASE_VARIABLES + ')'],
         suggestion=describe_row(by_version('0.18.0')),
     )
 
@@ -286,8 +304,10 @@ def test_a_row_ruled_out_by_the_driver_is_returned_with_the_problem_and_the_fitt
 def test_an_inferred_minimum_says_where_it_comes_from():
     result = check_combination(vllm_ascend='0.18.0', driver='24.1.rc1')
     assert result['problems'] == [
-        'NPU driver 24.1.rc1 is older than 25.5, the driver vllm-ascend 0.13.0 recommends for its older CANN 8.5.0 '
-        '(the source recommends none for vllm-ascend 0.18.0, CANN 8.5.1): ' + DRIVER_NOTE]
+        'NPU driver 24.1.rc1 is too old for vllm-ascend 0.18.0 (CANN 8.5.1), which needs 25.5 or later (inferred from '
+        'vllm-ascend 0.13.0, CANN 8.5.0): upgrade the driver to 25.5 with playbooks/upgrade.yml (npu_driver_version), '
+        'or choose vllm-ascend 0.11.0 (CANN 8.3.RC2), the newest release driver 24.1.rc1 runs (' + RELEASE_VARIABLES
+        + ')']
     assert result['suggestion']['vllm_ascend'] == '0.11.0'
 
 
@@ -332,8 +352,9 @@ def test_unknown_versions_list_the_known_ones():
 def test_a_driver_older_than_every_row():
     result = check_combination(driver='23.0.rc3')
     assert result == dict(NOT_WAIVED, supported=False, row=None, suggestion=None, problems=[
-        'NPU driver 23.0.rc3 is older than the driver minimum of every row of the compatibility set; the lowest is '
-        '24.1.RC1, of vllm-ascend 0.11.0 (CANN 8.3.RC2)'])
+        'NPU driver 23.0.rc3 is too old for every release of the compatibility set, the oldest of which, vllm-ascend '
+        '0.11.0 (CANN 8.3.RC2), needs 24.1.RC1 or later: upgrade the driver to 24.1.RC1 with playbooks/upgrade.yml '
+        '(npu_driver_version)'])
 
 
 def test_a_python_outside_every_row():
@@ -445,3 +466,139 @@ def test_a_waiver_without_reason_or_date_or_of_another_form_waives_nothing(waive
 def test_a_yaml_date_is_read_as_its_day():
     assert read_waiver(dict(WAIVER, expires=datetime.date(2027, 1, 31)), TODAY)[0]['expires'] == '2027-01-31'
     assert read_waiver(None, TODAY) == (None, [])
+
+
+# --- a site's rows -------------------------------------------------------------------------------------------
+
+SITE_950 = {'vllm_ascend': '0.30.0', 'vllm': '0.30.0', 'cann': '9.2.1', 'driver': '25.6.RC3.1'}
+
+
+def test_every_built_in_row_passes_the_check_site_rows_pass():
+    for index, row in enumerate(ROWS):
+        assert check_row(row, 'ROWS[%d]' % index) == row
+
+
+def test_a_site_row_is_completed_and_marked_as_the_sites():
+    (row,) = site_rows([SITE_950])
+    assert row == {'vllm_ascend': '0.30.0', 'vllm': '0.30.0', 'python': None, 'cann': '9.2.1', 'torch': None,
+                   'torch_npu': None, 'triton_ascend': None, 'driver': '25.6.RC3.1', 'firmware': None,
+                   'image_tag': 'v0.30.0', 'status': 'final', 'source': 'site'}
+    assert site_rows([dict(SITE_950, vllm_ascend='v0.31.0rc1', source='site')])[0]['status'] == 'rc'
+    assert site_rows(None) == site_rows([]) == ()
+
+
+def test_a_site_row_replaces_the_built_in_row_of_its_release_and_says_so_wherever_it_is_reported():
+    # Atlas 850E / 650E run vllm-ascend 0.30.0 on driver 25.6.RC3.1 (its installation guide): one row of the site.
+    rows = with_site_rows([SITE_950])
+    assert len(rows) == len(ROWS)
+    result = check_combination(vllm_ascend='0.30.0', driver='25.6.RC3.1', rows=rows)
+    assert (result['supported'], result['row']['source'], result['row']['driver_minimum']) == (True, 'site', '25.6.RC3.1')
+    assert format_row(result['row'], rows).startswith('vllm-ascend 0.30.0 (site row) (vLLM 0.30.0, ')
+    assert [row['source'] for row in compatibility_rows(rows) if row['vllm_ascend'] == '0.30.0'] == ['site']
+    refused = check_combination(vllm_ascend='0.30.0', driver='25.5', rows=rows)
+    assert refused['problems'][0].startswith('NPU driver 25.5 is too old for vllm-ascend 0.30.0 (site row) (CANN 9.2.1)')
+    assert with_site_rows(None) is ROWS and with_site_rows([]) is ROWS
+
+
+def test_a_site_row_of_a_new_release_is_found_and_suggested():
+    rows = with_site_rows([{'vllm_ascend': '0.31.0', 'vllm': '0.31.0', 'cann': '9.2.1', 'driver': '26.2.RC1',
+                            'python': '>= 3.10, < 3.13'}])
+    result = check_combination(driver='26.2.rc1', python='3.12', rows=rows)
+    row = result['row']
+    assert (row['vllm_ascend'], row['source'], row['python']) == ('0.31.0', 'site', '>=3.10,<3.13')
+    assert result['suggestion']['vllm_ascend'] == '0.31.0'
+    assert versions(rows_for_driver('26.2.RC1', rows))[:2] == ['0.32.0rc1', '0.31.0']
+
+
+@pytest.mark.parametrize('value, message', [
+    ({'vllm_ascend': '0.31.0'}, 'ascend_compat_site_rows must be a list of rows (each a dict with vllm_ascend, vllm, '
+                                'cann), not dict'),
+    (['0.31.0'], 'ascend_compat_site_rows[0] must be a row: a dict with vllm_ascend, vllm, cann (and optionally the '
+                 'other keys: python, torch, torch_npu, triton_ascend, driver, firmware, image_tag, status, source), '
+                 'not str'),
+    ([SITE_950, dict(SITE_950, cann=None)], 'ascend_compat_site_rows[1].cann is missing: every row names its CANN '
+                                            'version'),
+    ([dict(SITE_950, cann=9.2)], 'ascend_compat_site_rows[0].cann: 9.2 is a float, not a version string: quote it '
+                                 '(YAML reads 9.10 as the number 9.1)'),
+    ([dict(SITE_950, driver='latest')], "ascend_compat_site_rows[0].driver: 'latest' is not a version"),
+    ([dict(SITE_950, torch='2.10.0\n')], "ascend_compat_site_rows[0].torch: '2.10.0\\n' is not a version"),
+    ([dict(SITE_950, python='3.12')], "ascend_compat_site_rows[0].python: '3.12' is not a Python range such as "
+                                      ">=3.10,<3.13"),
+    ([dict(SITE_950, image_tag='v0.30.0 -a3')], "ascend_compat_site_rows[0].image_tag: 'v0.30.0 -a3' is not an image "
+                                                "tag (letters, digits, _ . -; at most 128)"),
+    ([dict(SITE_950, status='stable')], "ascend_compat_site_rows[0].status: 'stable' is none of final, post, rc"),
+    ([dict(SITE_950, hdk='26.2.RC1')], "ascend_compat_site_rows[0] has no key hdk (a row's keys are vllm_ascend, vllm, "
+                                       "python, cann, torch, torch_npu, triton_ascend, driver, firmware, image_tag, "
+                                       "status, source)"),
+    ([dict(SITE_950, source='upstream docs')], "ascend_compat_site_rows[0].source: a site row's source is site (given "
+                                               "or left out), not 'upstream docs'"),
+    ([SITE_950, dict(SITE_950, vllm_ascend='v0.30.0')], 'ascend_compat_site_rows[1].vllm_ascend: vllm-ascend 0.30.0 '
+                                                        'has a row already, ascend_compat_site_rows[0]: keep one'),
+])
+def test_a_malformed_site_row_is_refused_naming_the_variable_and_the_row(value, message):
+    with pytest.raises(ValueError) as raised:
+        with_site_rows(value)
+    assert str(raised.value).startswith(message), str(raised.value)
+
+
+# --- the image variants --------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize('image, expected', [
+    ('quay.io/ascend/vllm-ascend:v0.30.0', {'release': '0.30.0', 'suffix': '', 'hardware': '910B'}),
+    ('quay.io/ascend/vllm-ascend:v0.23.0-a3-openeuler',
+     {'release': '0.23.0', 'suffix': '-a3-openeuler', 'hardware': '910_93'}),
+    ('quay.io/ascend/vllm-ascend:v0.32.0rc1-310p', {'release': '0.32.0rc1', 'suffix': '-310p', 'hardware': '310P'}),
+    # The 950DT image: -950dt in upstream's documentation, -a5 in the workflow that pushes it.
+    ('quay.io/ascend/vllm-ascend:v0.30.0-950dt', {'release': '0.30.0', 'suffix': '-950dt', 'hardware': '950'}),
+    ('quay.io/ascend/vllm-ascend:v0.30.0-950dt-openeuler',
+     {'release': '0.30.0', 'suffix': '-950dt-openeuler', 'hardware': '950'}),
+    ('quay.io/ascend/vllm-ascend:v0.30.0-a5', {'release': '0.30.0', 'suffix': '-a5', 'hardware': '950'}),
+    ('quay.io/ascend/vllm-ascend:v0.30.0-a5-openeuler@sha256:' + 'a' * 64,
+     {'release': '0.30.0', 'suffix': '-a5-openeuler', 'hardware': '950'}),
+    ('quay.io/ascend/vllm-ascend:main-a3', None),
+    ('quay.io/ascend/vllm-ascend:v0.30.0-a9', None),
+    ('docker.io/library/vllm-ascend:v0.30.0', None),
+    (None, None),
+])
+def test_an_image_names_its_release_and_the_npus_it_is_built_for(image, expected):
+    assert image_variant(image) == expected
+
+
+def test_both_spellings_of_the_950dt_images_are_variants_with_their_sources():
+    assert {'-950dt', '-950dt-openeuler', '-a5', '-a5-openeuler'} <= set(_compatibility_rows.IMAGE_SUFFIXES)
+    assert set(_compatibility_rows.IMAGE_HARDWARE) == set(_compatibility_rows.IMAGE_SUFFIXES)
+    source = open(_compatibility_rows.__file__, encoding='utf-8').read()
+    assert 'docs/source/installation.md lines 329-330' in source
+    assert 'schedule_image_build_and_push.yaml lines 131 and 134' in source
+
+
+# --- a site's rows from upstream's table ---------------------------------------------------------------------
+
+def test_the_rows_of_a_newer_table_are_printed_as_the_site_variable_and_read_back():
+    result = policy_site_rows(MIRROR, 'vLLM-HUST/vllm-ascend-hust at 4edb35a0d2078a3f84d7e9312f536a4b6d8a6b53')
+    assert (result['rows'], result['problems']) == ([], [])
+    assert result['unchanged'] == ['0.23.0.post1', '0.23.0', '0.18.0', '0.13.0', '0.11.0', '0.9.1', '0.7.3.post1',
+                                   '0.7.3']
+    assert result['text'].endswith('ascend_compat_site_rows: []\n')
+    with_rc = policy_site_rows(MIRROR, include_rc=True)
+    assert with_rc['rows'][0] == {'vllm_ascend': '0.26.0rc1', 'vllm': '0.26.0', 'python': '>=3.10,<3.13',
+                                  'cann': '9.1.0', 'torch': '2.10.0', 'torch_npu': '2.10.0.post4',
+                                  'triton_ascend': '3.2.2'}
+    read_back = yaml.safe_load(with_rc['text'])['ascend_compat_site_rows']
+    assert read_back == with_rc['rows']
+    assert [row['source'] for row in site_rows(read_back)] == ['site'] * len(read_back)
+
+
+def test_a_changed_row_keeps_the_collections_driver_and_says_what_changed():
+    edited = MIRROR.replace('| v0.23.0     | v0.23.0           | >= 3.10, < 3.13 | 9.1.0 ',
+                            '| v0.23.0     | v0.23.0           | >= 3.10, < 3.13 | 9.1.1 ')
+    result = policy_site_rows(edited)
+    assert result['rows'] == [{'vllm_ascend': '0.23.0', 'vllm': '0.23.0', 'python': '>=3.10,<3.13', 'cann': '9.1.1',
+                               'torch': '2.10.0', 'torch_npu': '2.10.0.post4', 'triton_ascend': '3.2.2',
+                               'driver': '26.0.RC1'}]
+    assert "  # differs from the collection's row: cann 9.1.0 -> 9.1.1; its driver 26.0.RC1 kept\n" in result['text']
+
+
+def test_a_file_without_the_table_is_refused():
+    with pytest.raises(ValueError, match='no "Release compatibility matrix" heading'):
+        policy_site_rows('# README\n')

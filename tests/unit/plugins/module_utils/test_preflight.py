@@ -39,7 +39,7 @@ from ansible_collections.kunpeng_ascend.vllm.tests.helpers import load_fixture
 
 
 GIB = 1024 ** 3
-DRIVER_NOTE = 'a CANN newer than the driver supports is the most reported vllm-ascend failure'
+RELEASE_VARIABLES = 'vllm_service_vllm_ascend_version or vllm_service_image'
 NPU_SMI_MISSING_FIX = 'none before the first driver install; if the driver is installed, set npu_smi_path'
 ROW_0_11 = ('vllm-ascend 0.11.0 (vLLM 0.11.0, Python >=3.9,<3.12, CANN 8.3.RC2, torch 2.7.1, torch_npu 2.7.1.post1, '
             'triton-ascend none, NPU driver >= 24.1.RC1 (inferred), image quay.io/ascend/vllm-ascend:v0.11.0)')
@@ -596,8 +596,9 @@ def test_compatibility_driver_only_names_its_newest_row():
 
 def test_compatibility_driver_older_than_every_row_warns():
     assert check_compatibility(requested(), '23.0.rc3') == result(
-        'compatibility', 'warn', 'NPU driver 23.0.rc3 is older than the driver minimum of every row of the compatibility '
-        'set; the lowest is 24.1.RC1, of vllm-ascend 0.11.0 (CANN 8.3.RC2)', 'upgrade the NPU driver (driver_version)')
+        'compatibility', 'warn', 'NPU driver 23.0.rc3 is too old for every release of the compatibility set, the oldest '
+        'of which, vllm-ascend 0.11.0 (CANN 8.3.RC2), needs 24.1.RC1 or later: upgrade the driver to 24.1.RC1 with '
+        'playbooks/upgrade.yml (npu_driver_version)', 'upgrade the NPU driver (driver_version)')
 
 
 def test_compatibility_supported_row():
@@ -614,8 +615,9 @@ def test_compatibility_supported_row_without_a_driver():
 
 def test_compatibility_cann_too_new_for_the_driver_fails_with_both_ways_out():
     assert check_compatibility(requested(vllm_ascend_version='0.13.0'), '24.1.rc1') == result(
-        'compatibility', 'fail', 'NPU driver 24.1.rc1 is older than 25.5, the driver recommended for vllm-ascend 0.13.0 '
-        '(CANN 8.5.0): ' + DRIVER_NOTE,
+        'compatibility', 'fail', 'NPU driver 24.1.rc1 is too old for vllm-ascend 0.13.0 (CANN 8.5.0), which needs 25.5 '
+        'or later: upgrade the driver to 25.5 with playbooks/upgrade.yml (npu_driver_version), or choose vllm-ascend '
+        '0.11.0 (CANN 8.3.RC2), the newest release driver 24.1.rc1 runs (' + RELEASE_VARIABLES + ')',
         'use the newest row the NPU driver 24.1.rc1 runs: %s; or install NPU driver 25.5 or newer (driver_version) for '
         'vllm-ascend 0.13.0' % ROW_0_11)
 

@@ -431,9 +431,11 @@ def test_cann_newer_than_the_installed_driver_fails(host):
     with_driver(host)
     result = run_module(host, {'checks': ['compatibility'], 'cann_version': '8.5.0'}, FailJson)
     assert result['msg'].startswith(
-        '1 of 1 preflight checks did not pass (fail_on=fail): compatibility: NPU driver 24.1.rc1 is older than 25.5, the '
-        'driver recommended for vllm-ascend 0.13.0 (CANN 8.5.0): a CANN newer than the driver supports is the most '
-        'reported vllm-ascend failure (fix: use the newest row the NPU driver 24.1.rc1 runs: vllm-ascend 0.11.0 ')
+        '1 of 1 preflight checks did not pass (fail_on=fail): compatibility: NPU driver 24.1.rc1 is too old for '
+        'vllm-ascend 0.13.0 (CANN 8.5.0), which needs 25.5 or later: upgrade the driver to 25.5 with '
+        'playbooks/upgrade.yml (npu_driver_version), or choose vllm-ascend 0.11.0 (CANN 8.3.RC2), the newest release '
+        'driver 24.1.rc1 runs (vllm_service_vllm_ascend_version or vllm_service_image) (fix: use the newest row the NPU '
+        'driver 24.1.rc1 runs: vllm-ascend 0.11.0 ')
     host.run_command.assert_not_called()
 
 

@@ -14,7 +14,8 @@ structure: the table under a heading, its rows split at unescaped ``|``, the nam
 in parentheses is a mention, not an entry: ``_doctor.py`` (observations in, findings with their fix out) lists
 ``_doctor.py`` alone.
 
-Checked: README.md's "What is here today" table names every role, module, filter, test plugin and playbook;
+Checked: docs/reference.md's "What is here today" table (moved there from README.md, which keeps to the three
+paths to a first service) names every role, module, filter, test plugin and playbook;
 docs/architecture.md's layout table has each role, module, module_utils file, filter, test plugin and scenario in its
 column; its public table ("What you may touch") names every public role, filter, test plugin, playbook and exported
 fact; roles/README.md names every role and, for every playbook, the roles it runs; every exported fact is named in
@@ -328,8 +329,8 @@ def _missing(doc_table, names, kind, present, how=''):
     return ['%s lacks %s %s%s' % (doc_table, kind, name, how % name if how else '') for name in names if name not in present]
 
 
-def check_readme(text, doc='README.md'):
-    """README.md's "What is here today" table: every role, module, filter, test plugin and playbook."""
+def check_reference(text, doc='docs/reference.md'):
+    """docs/reference.md's "What is here today" table: every role, module, filter, test plugin and playbook."""
     here, tr = table(text, doc, 'What is here today', 'piece'), tree()
     names = [span for row in here.rows for cell in row for span in mentions(cell)]
     qualified = {match for span in names for match in QUALIFIED.findall(span)}
@@ -512,8 +513,8 @@ def test_the_tree_is_read():
     assert not [fact for fact in tr.facts if fact.startswith('__')]
 
 
-def test_readme_lists_every_role_module_plugin_and_playbook():
-    _assert_none(check_readme(read('README.md')))
+def test_reference_lists_every_role_module_plugin_and_playbook():
+    _assert_none(check_reference(read('docs/reference.md')))
 
 
 def test_architecture_layout_has_every_file_in_its_column():
@@ -529,7 +530,7 @@ def test_roles_readme_lists_every_role_and_what_each_playbook_runs():
 
 
 def test_no_table_names_what_the_tree_does_not_have():
-    _assert_none([problem for doc in ('README.md', 'docs/architecture.md', 'roles/README.md')
+    _assert_none([problem for doc in ('README.md', 'docs/reference.md', 'docs/architecture.md', 'roles/README.md')
                   for problem in check_names_exist(read(doc), doc)])
 
 
@@ -544,10 +545,10 @@ def _drop(text, old, new=''):
     return text.replace(old, new)
 
 
-def test_a_module_missing_from_the_readme_is_named():
-    text = _drop(read('README.md'), '`kunpeng_ascend.vllm.package_lists`', 'package lists')
-    assert check_readme(text) == ['README.md\'s "What is here today" table lacks module package_lists'
-                                  ' (as `kunpeng_ascend.vllm.package_lists`)']
+def test_a_module_missing_from_the_reference_is_named():
+    text = _drop(read('docs/reference.md'), '`kunpeng_ascend.vllm.package_lists`', 'package lists')
+    assert check_reference(text) == ['docs/reference.md\'s "What is here today" table lacks module package_lists'
+                                     ' (as `kunpeng_ascend.vllm.package_lists`)']
 
 
 def test_a_name_in_parentheses_is_not_an_entry_of_the_layout():

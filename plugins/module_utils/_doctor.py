@@ -26,7 +26,13 @@ import re
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils import _compliance, _failure_catalogue
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._deployment import CONTAINER_NAME
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._systemd import unit_name_problem
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._compatibility import check_combination
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._compatibility import (
+    ROWS,
+    SITE_SOURCE,
+    check_combination,
+    format_row,
+    site_rows,
+)
 
 STATUSES = ('ok', 'skipped', 'warn', 'fail')
 # The order of the checks in a report.
@@ -210,6 +216,13 @@ def check_inputs(inputs, prefix=''):
         problems.append('%s must be null or a waiver ({reason, expires, covers}) without control characters; got %s'
                         % (name('compat_waiver'), 'a %s' % type(waiver).__name__ if not isinstance(waiver, dict)
                            else 'control characters in it'))
+    # The site's rows (the inventory variable ascend_compat_site_rows, whatever the prefix: the role passes it as it
+    # is), checked as the built-in rows are; the message names the row and the key.
+    if inputs.get('compat_site_rows') is not None:
+        try:
+            site_rows(inputs['compat_site_rows'])
+        except ValueError as error:
+            problems.append(str(error))
     since = inputs.get('journal_since')
     if 'journal_since' in inputs and (not isinstance(since, str) or not since.strip() or _CONTROL.search(since)
                                       or since.startswith('-')):
@@ -299,10 +312,19 @@ def health_error_codes(sections):
 
 # --------------------------------------------------------------------------------------------------------- versions
 
-def check_versions(driver, firmware, cann, vllm_ascend, mode=None, waiver=None, today=None):
+def _release(row):
+    """``vllm-ascend X`` of a (described) row, ``(site row)`` after it for a site's row, as _compatibility names it."""
+    return 'vllm-ascend %s%s' % (row['vllm_ascend'], ' (site row)' if row.get('source') == SITE_SOURCE else '')
+
+
+def check_versions(driver, firmware, cann, vllm_ascend, mode=None, waiver=None, today=None, rows=ROWS):
     """The versions finding: the installed driver, firmware and CANN and the service's vllm-ascend release, and
     whether the release fits the driver (vllm_service's preflight rule, under the same ``waiver``: a waived
-    combination warns, naming the waiver's reason and expiry) and, in native mode, the host's CANN."""
+    combination warns, naming the waiver's reason and expiry) and, in native mode, the host's CANN.
+
+    ``rows`` is the compatibility set: ``_compatibility.ROWS``, or with_site_rows's with the site's rows
+    (ascend_compat_site_rows). A finding that rests on a site's row says so: its sentences name it "(site row)" and
+    a supported combination of a site's row names the whole row (format_row)."""
     details = {'driver': driver, 'firmware': firmware, 'cann': cann, 'vllm_ascend': vllm_ascend, 'mode': mode,
                'waiver': None}
     if not driver:
@@ -314,7 +336,7 @@ def check_versions(driver, firmware, cann, vllm_ascend, mode=None, waiver=None, 
                        % driver, details,
                        'Set vllm_service_vllm_ascend_version (such as 0.13.0) in the inventory, or a versioned '
                        'vllm_service_image tag')
-    result = check_combination(vllm_ascend=vllm_ascend, driver=driver, waiver=waiver, today=today)
+    result = check_combination(vllm_ascend=vllm_ascend, driver=driver, waiver=waiver, today=today, rows=rows)
     details['row'] = result['row']
     details['suggestion'] = result['suggestion']
     if result['waived']:
@@ -328,28 +350,30 @@ def check_versions(driver, firmware, cann, vllm_ascend, mode=None, waiver=None, 
     if not result['supported']:
         suggestion = result['suggestion']
         if suggestion:
-            fix = ('Use the row that fits driver %s: vllm-ascend %s with CANN %s (%s); set vllm_service_image or '
+            fix = ('Use the row that fits driver %s: %s with CANN %s (%s); set vllm_service_image or '
                    'vllm_service_vllm_ascend_version to it and re-run playbooks/site.yml, or upgrade the NPU driver '
-                   '(npu_driver_version)' % (driver, suggestion['vllm_ascend'], suggestion['cann'], suggestion['image']))
+                   '(npu_driver_version)' % (driver, _release(suggestion), suggestion['cann'], suggestion['image']))
         else:
             fix = 'No row of the compatibility set fits driver %s: upgrade the NPU driver (npu_driver_version)' % driver
         return finding('versions', 'fail', 'vllm-ascend %s does not fit NPU driver %s: %s'
                        % (vllm_ascend, driver, '; '.join(result['problems'] + result['waiver_problems'])), details, fix)
     problems = []
     if mode == 'native' and cann:
-        cann_result = check_combination(vllm_ascend=vllm_ascend, cann=cann)
+        cann_result = check_combination(vllm_ascend=vllm_ascend, cann=cann, rows=rows)
         problems = cann_result['problems']
         if problems:
             return finding('versions', 'warn', 'vllm-ascend %s fits driver %s, but the host\'s CANN %s does not: %s'
                            % (vllm_ascend, driver, cann, '; '.join(problems)), details,
-                           'Install CANN %s (cann_version, role kunpeng_ascend.vllm.cann) or set '
-                           'vllm_service_vllm_ascend_version to the release of CANN %s' % (result['row']['cann'], cann))
+                           'Install CANN %s, the CANN of %s (cann_version, role kunpeng_ascend.vllm.cann), or set '
+                           'vllm_service_vllm_ascend_version to the release of CANN %s'
+                           % (result['row']['cann'], _release(result['row']), cann))
     if not firmware:
         return finding('versions', 'warn', 'vllm-ascend %s fits driver %s, but no NPU firmware version is installed'
                        % (vllm_ascend, driver), details,
                        'Install the firmware: role kunpeng_ascend.vllm.npu_driver (npu_driver_firmware_package)')
-    return finding('versions', 'ok', 'driver %s, firmware %s, CANN %s, vllm-ascend %s: a supported combination'
-                   % (driver, firmware, cann or '-', vllm_ascend), details)
+    site = ', by the row %s' % format_row(result['row'], rows) if result['row']['source'] == SITE_SOURCE else ''
+    return finding('versions', 'ok', 'driver %s, firmware %s, CANN %s, vllm-ascend %s: a supported combination%s'
+                   % (driver, firmware, cann or '-', vllm_ascend, site), details)
 
 
 # --------------------------------------------------------------------------------------------------------- NPUs

@@ -39,6 +39,7 @@ from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._ascend_files 
     read_install_record,
     read_toolkit,
 )
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._compatibility import ROWS
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._hccn_tool import parse_status, parse_tls, tls_expiry
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._npu_smi import (
     NPU_SMI_FALLBACK_PATHS,
@@ -406,10 +407,11 @@ def model_manifest(reader, record):
                                             reader.file_sha256(manifest) if manifest else None)
 
 
-def diagnose(reader, options, now):
+def diagnose(reader, options, now, rows=ROWS):
     """The module's result of one node: ``options`` are ascend_doctor's (checked by _doctor.check_inputs), ``now``
-    the time (seconds since the epoch) certificates are judged at. ValueError when the inputs do not say which
-    service to check (several recorded)."""
+    the time (seconds since the epoch) certificates are judged at, ``rows`` the compatibility set the versions are
+    checked against (_compatibility.ROWS, or with_site_rows's with the site's rows). ValueError
+    when the inputs do not say which service to check (several recorded)."""
     record, error = reader.record(options.get('service_name'))
     if error:
         raise ValueError(error)
@@ -427,7 +429,7 @@ def diagnose(reader, options, now):
     container = options.get('container_name') or record.get('container_name') or 'vllm-%s' % name
     cpu_host = info is None and npu_error.startswith('npu-smi was not found') and not versions['driver'] \
         and mode == 'native'
-    findings = [] if cpu_host else [_doctor.check_versions(**versions)]
+    findings = [] if cpu_host else [_doctor.check_versions(rows=rows, **versions)]
     engine_unit = ENGINE_UNITS.get(engine) if mode == 'container' else None
     units, unit_error = reader.units([unit] + ([engine_unit] if engine_unit else []))
     service = units.get(unit, {})

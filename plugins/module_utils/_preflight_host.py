@@ -31,6 +31,7 @@ from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._command impor
     CommandRunner,
     locate_executable,
 )
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._compatibility import ROWS
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._npu_smi import (
     NPU_SMI_FALLBACK_PATHS,
     NpuSmiFailure,
@@ -61,11 +62,13 @@ DPKG_QUERY_FORMAT = '${db:Status-Abbrev} ${Package}\\n'
 
 class Host:
     """What the checks read of the host for one module run, each thing read once. ``warn`` collects the warnings
-    of the files and outputs read; the module reports them when it ends."""
+    of the files and outputs read; the module reports them when it ends. ``rows`` is the compatibility set the
+    versions are checked against: _compatibility.ROWS, or with_site_rows's with the site's rows."""
 
-    def __init__(self, module):
+    def __init__(self, module, rows=ROWS):
         self.module = module
         self.params = module.params
+        self.rows = rows
         self.fs = RootFS(module.params['root'])
         self.warn = WarningCap()
         self._runner = None
@@ -208,9 +211,9 @@ def run_driver_version(host):
 def run_compatibility(host):
     requested = dict((option, host.params[option]) for key, option in VERSION_OPTIONS)
     if host.params['driver_version']:
-        return check_compatibility(requested, host.params['driver_version'], 'requested')
+        return check_compatibility(requested, host.params['driver_version'], 'requested', host.rows)
     installed = host.installed_driver()
-    return check_compatibility(requested, installed['version'] if installed else None, 'installed')
+    return check_compatibility(requested, installed['version'] if installed else None, 'installed', host.rows)
 
 
 # Each check's reader, by check name (_preflight.CHECK_NAMES).
@@ -230,8 +233,8 @@ CHECKS = {
 }
 
 
-def run_checks(module, names):
-    """Run the checks ``names`` on the host of ``module``, in that order; returns (check results, the WarningCap of
-    what was read)."""
-    host = Host(module)
+def run_checks(module, names, rows=ROWS):
+    """Run the checks ``names`` on the host of ``module``, in that order, the compatibility check against ``rows``
+    (see Host); returns (check results, the WarningCap of what was read)."""
+    host = Host(module, rows)
     return [CHECKS[name](host) for name in names], host.warn

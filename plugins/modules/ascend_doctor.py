@@ -18,7 +18,8 @@ description:
     V(broken) (a failure).
   - "C(versions): the NPU driver, firmware and CANN from their version files (as M(kunpeng_ascend.vllm.ascend_facts)
     reads them) and the vllm-ascend release the service runs (O(vllm_ascend_version)), checked against the
-    compatibility set as the vllm_service role's preflight does; a failure names the row that fits the driver."
+    compatibility set (with the site's rows, O(compat_site_rows)) as the vllm_service role's preflight does; a
+    failure names the row that fits the driver."
   - "C(npu_health), C(npu_memory), C(npu_temperature), C(npu_processes): one C(npu-smi info) (plus
     C(npu-smi info -t health -i N) for an NPU with an unhealthy chip, for its error code): a chip not OK fails,
     memory over O(hbm_warn_percent) or a temperature over O(temperature_warn_c) warns, a process holding an NPU that
@@ -119,6 +120,18 @@ options:
       - A combination it covers is a warning naming the reason and the expiry, not a failure; a void or expired
         waiver waives nothing.
     type: dict
+  compat_site_rows:
+    description:
+      - The rows the site adds to the compatibility set, or puts in place of the row of their release (the inventory
+        variable C(ascend_compat_site_rows), which the doctor role passes) - each a dict in the format of the
+        built-in rows, C(vllm_ascend), C(vllm) and C(cann) required (see
+        P(kunpeng_ascend.vllm.ascend_compat#filter) and C(playbooks/compat_rows.yml), which prints them).
+      - Checked as the built-in rows are - a malformed row fails the module, naming it as
+        C(ascend_compat_site_rows[N]) and its key. A finding that rests on a site's row says so, naming it
+        "vllm-ascend VERSION (site row)".
+    type: list
+    elements: dict
+    default: []
   root:
     description: Root of the file system the version files, the deployment record and the persisted tuning files are
       read under (tests).
@@ -227,6 +240,7 @@ EXAMPLES = r"""
   kunpeng_ascend.vllm.ascend_doctor:
     service_name: vllm
     vllm_ascend_version: 0.13.0
+    compat_site_rows: "{{ ascend_compat_site_rows | default([]) }}"
   register: doctor
 
 - name: Show what is wrong
@@ -314,6 +328,7 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils import _doctor, _doctor_host
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._command import CommandRunner, locate_executable
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._compatibility import with_site_rows
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._npu_smi import NPU_SMI_FALLBACK_PATHS
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._warnings import WarningCap
 
@@ -333,6 +348,7 @@ def main():
             container_name=dict(type='str'),
             vllm_ascend_version=dict(type='str'),
             compat_waiver=dict(type='dict'),
+            compat_site_rows=dict(type='list', elements='dict', default=[]),
             root=dict(type='path', default='/'),
             proc_path=dict(type='path', default='/proc'),
             sysfs_path=dict(type='path', default='/sys'),
@@ -363,6 +379,8 @@ def main():
     problems = _doctor.check_inputs(params)
     if problems:
         module.fail_json(msg='; '.join(problems))
+    # The compatibility set with the site's rows, which check_inputs found well formed.
+    rows = with_site_rows(params['compat_site_rows'])
     warnings = WarningCap()
     runner = CommandRunner(module, params['timeout'])
 
@@ -377,7 +395,7 @@ def main():
     reader = _doctor_host.HostReader(runner.run, find, params['root'], params['proc_path'], params['sysfs_path'],
                                      params['cgroup_path'], warnings)
     try:
-        result = _doctor_host.diagnose(reader, params, time.time())
+        result = _doctor_host.diagnose(reader, params, time.time(), rows)
     except ValueError as error:
         module.fail_json(msg=str(error))
     warnings.emit(module.warn)

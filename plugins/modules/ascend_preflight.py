@@ -42,7 +42,8 @@ description:
     installed driver's C(compatible_version_fw) ranges (outside fails)."
   - "C(compatibility): O(vllm_ascend_version), O(vllm_version), O(cann_version), O(torch_version),
     O(torch_npu_version) and O(python_version) form one row of vllm-ascend's compatibility set, and that row runs
-    on O(driver_version) (else the installed driver); else fail, with the row that driver runs as the fix. See the
+    on O(driver_version) (else the installed driver); else fail, with the row that driver runs as the fix. The
+    rows are the collection's with the site's (O(compat_site_rows)). See the
     P(kunpeng_ascend.vllm.ascend_compat#filter) filter for the rows and the driver rule."
   - Only reads; it never changes the host.
   - At most 20 warnings of the files and outputs read are reported, then one with the count of the others.
@@ -153,6 +154,18 @@ options:
   python_version:
     description: The Python version vLLM will run under (for example C(3.11)); give it as a string.
     type: str
+  compat_site_rows:
+    description:
+      - The rows the site adds to the compatibility set, or puts in place of the row of their release (the inventory
+        variable C(ascend_compat_site_rows), which the npu_driver role passes) - each a dict in the format of the
+        built-in rows, C(vllm_ascend), C(vllm) and C(cann) required (see
+        P(kunpeng_ascend.vllm.ascend_compat#filter) and C(playbooks/compat_rows.yml), which prints them).
+      - Checked as the built-in rows are, before any check runs - a malformed row fails the module, naming it as
+        C(ascend_compat_site_rows[N]) and its key. A C(compatibility) message that names a site's row says so,
+        "vllm-ascend VERSION (site row)".
+    type: list
+    elements: dict
+    default: []
 requirements:
   - On the Debian family C(dpkg) and C(dpkg-query), on the openEuler family C(rpm), for the package checks.
 notes:
@@ -171,6 +184,14 @@ EXAMPLES = r"""
     firmware_version: 7.5.0.1.129
     vllm_ascend_version: 0.13.0
     cann_version: 8.5.0
+  become: true
+
+- name: Check the request against the compatibility set with the site's rows (a site row names itself in the report)
+  kunpeng_ascend.vllm.ascend_preflight:
+    checks: [driver_version, compatibility]
+    driver_version: 26.2.RC1
+    vllm_ascend_version: 0.30.0
+    compat_site_rows: "{{ ascend_compat_site_rows | default([]) }}"
   become: true
 
 - name: Report only, and decide later
@@ -243,6 +264,7 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._compatibility import with_site_rows
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._preflight import (
     CHECK_NAMES,
     WARN,
@@ -274,6 +296,7 @@ def main():
             torch_version=dict(type='str'),
             torch_npu_version=dict(type='str'),
             python_version=dict(type='str'),
+            compat_site_rows=dict(type='list', elements='dict', default=[]),
         ),
         # Every check only reads, so check mode runs them all and reports the same.
         supports_check_mode=True,
@@ -284,7 +307,11 @@ def main():
         module.fail_json(msg='install_path: %s is not an absolute path' % module.params['install_path'])
     if module.params['min_free_gb'] < 0:
         module.fail_json(msg='min_free_gb: must be 0 or more, not %g' % module.params['min_free_gb'])
-    checks, warnings = run_checks(module, selected_checks(module.params['checks'], module.params['skip_checks']))
+    try:
+        rows = with_site_rows(module.params['compat_site_rows'])
+    except ValueError as error:
+        module.fail_json(msg='compat_site_rows: %s' % error)
+    checks, warnings = run_checks(module, selected_checks(module.params['checks'], module.params['skip_checks']), rows)
     # The capped warnings of what was read first, then one per check that warns (at most one per check).
     warnings.emit(module.warn)
     for item in checks:

@@ -13,6 +13,7 @@ import datetime
 import pytest
 
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils import _doctor, _failure_catalogue
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._compatibility import with_site_rows
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._hccn_tool import parse_status, parse_tls, tls_expiry
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._systemd import parse_show
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._npu_smi import (
@@ -93,6 +94,41 @@ def test_versions_under_a_waiver_warn_with_its_reason_and_expiry_and_an_expired_
                                      today=datetime.date(2027, 2, 1))
     assert expired['status'] == 'fail' and 'the waiver expired on 2027-01-31' in expired['summary']
     assert expired['details']['waiver'] is None
+
+
+# A site's rows (ascend_compat_site_rows): vllm-ascend 0.13.0 validated on driver 24.1.RC1 (the built-in row asks for
+# 25.5), and a release the collection has no row of, 0.29.0 on the driver 25.6.RC3.1 of the 950PR products.
+SITE_0_13 = {'vllm_ascend': '0.13.0', 'vllm': '0.13.0', 'python': '>=3.10,<3.12', 'cann': '8.5.0', 'torch': '2.8.0',
+             'torch_npu': '2.8.0.post2', 'triton_ascend': '3.2.0', 'driver': '24.1.RC1'}
+SITE_0_29 = {'vllm_ascend': '0.29.0', 'vllm': '0.29.0', 'cann': '9.2.0', 'driver': '25.6.RC3.1'}
+
+
+def test_versions_of_a_site_row_are_supported_and_name_the_row():
+    rows = with_site_rows([SITE_0_13])
+    assert _doctor.check_versions('24.1.rc1', '7.5.0.3.220', None, '0.13.0', 'container')['status'] == 'fail'
+    result = _doctor.check_versions('24.1.rc1', '7.5.0.3.220', None, '0.13.0', 'container', rows=rows)
+    assert result['status'] == 'ok'
+    assert result['summary'] == (
+        'driver 24.1.rc1, firmware 7.5.0.3.220, CANN -, vllm-ascend 0.13.0: a supported combination, by the row '
+        'vllm-ascend 0.13.0 (site row) (vLLM 0.13.0, Python >=3.10,<3.12, CANN 8.5.0, torch 2.8.0, torch_npu 2.8.0.post2, '
+        'triton-ascend 3.2.0, NPU driver >= 24.1.RC1, image quay.io/ascend/vllm-ascend:v0.13.0)')
+    assert result['details']['row']['source'] == 'site'
+    # A built-in row stays as it was said.
+    assert _doctor.check_versions('24.1.rc1', '7.5.0.3.220', None, '0.7.3', 'container', rows=rows)['summary'] == \
+        'driver 24.1.rc1, firmware 7.5.0.3.220, CANN -, vllm-ascend 0.7.3: a supported combination'
+
+
+def test_versions_fix_and_cann_warning_name_the_site_row():
+    failed = _doctor.check_versions('25.6.RC3.1', '7.8.0.5.216', None, '0.30.0', 'container',
+                                    rows=with_site_rows([SITE_0_29]))
+    assert failed['status'] == 'fail'
+    assert 'or choose vllm-ascend 0.29.0 (site row) (CANN 9.2.0), the newest release driver 25.6.RC3.1 runs' \
+        in failed['summary']
+    assert failed['fix'].startswith('Use the row that fits driver 25.6.RC3.1: vllm-ascend 0.29.0 (site row) with CANN '
+                                    '9.2.0 (quay.io/ascend/vllm-ascend:v0.29.0); ')
+    cann = _doctor.check_versions('24.1.rc1', '7.5.0.3.220', '8.3.RC2', '0.13.0', 'native', rows=with_site_rows([SITE_0_13]))
+    assert cann['status'] == 'warn'
+    assert cann['fix'].startswith('Install CANN 8.5.0, the CANN of vllm-ascend 0.13.0 (site row) (cann_version, ')
 
 
 def test_npu_health_ok_on_a_healthy_table():
@@ -423,6 +459,17 @@ def test_persisted_files_only_in_their_directories(path):
 def test_each_bad_input_names_its_variable(key, value, named):
     problems = _doctor.check_inputs(dict(GOOD_INPUTS, **{key: value}), 'doctor_')
     assert len(problems) == 1 and problems[0].startswith(('doctor_' + named, 'a key of doctor_' + named)), problems
+
+
+def test_site_rows_are_checked_as_the_inventory_variable_whatever_the_prefix():
+    assert _doctor.check_inputs(dict(GOOD_INPUTS, compat_site_rows=[SITE_0_13, SITE_0_29]), 'doctor_') == []
+    assert _doctor.check_inputs(dict(GOOD_INPUTS, compat_site_rows=[]), 'doctor_') == []
+    assert _doctor.check_inputs(dict(GOOD_INPUTS, compat_site_rows=[{'vllm_ascend': '0.13.0', 'vllm': '0.13.0'}]),
+                                'doctor_') == ['ascend_compat_site_rows[0].cann is missing: every row names its CANN version']
+    assert _doctor.check_inputs(dict(GOOD_INPUTS, compat_site_rows=[SITE_0_13, dict(SITE_0_29, cann=9.2)])) == [
+        'ascend_compat_site_rows[1].cann: 9.2 is a float, not a version string: quote it (YAML reads 9.10 as the number 9.1)']
+    assert _doctor.check_inputs(dict(GOOD_INPUTS, compat_site_rows={'vllm_ascend': '0.13.0'})) == [
+        'ascend_compat_site_rows must be a list of rows (each a dict with vllm_ascend, vllm, cann), not dict']
 
 
 # ---------------------------------------------------------------------------------------------------- restart storm

@@ -13,6 +13,7 @@ import pytest
 
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._ascend_files import parse_driver_version_info
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._command import CommandResult
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._compatibility import with_site_rows
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._npu_smi import (
     describe_npu_smi_failure,
     parse_npu_smi_info,
@@ -632,6 +633,31 @@ def test_compatibility_mismatch_without_a_driver_points_at_the_rows():
     assert check_compatibility(requested(vllm_ascend_version='0.18.0', torch_version='2.8.0')) == result(
         'compatibility', 'fail', 'torch 2.8.0 does not belong with vllm-ascend 0.18.0, whose row has torch 2.9.0',
         'request one whole row of the compatibility set (the kunpeng_ascend.vllm.ascend_compat_rows filter lists them)')
+
+
+# A site's rows (ascend_compat_site_rows): the driver the 950PR products need for vllm-ascend 0.30.0, which the
+# built-in row (26.2.RC1, for A2 and A3) cannot say, and a release the collection has no row of.
+SITE_0_30 = {'vllm_ascend': '0.30.0', 'vllm': '0.30.0', 'cann': '9.2.1', 'driver': '25.6.RC3.1'}
+SITE_0_29 = {'vllm_ascend': '0.29.0', 'vllm': '0.29.0', 'cann': '9.2.0', 'driver': '25.6.RC3.1'}
+SITE_ROW_0_30 = ('vllm-ascend 0.30.0 (site row) (vLLM 0.30.0, Python unpublished, CANN 9.2.1, torch unpublished, '
+                 'torch_npu unpublished, triton-ascend unpublished, NPU driver >= 25.6.RC3.1, image '
+                 'quay.io/ascend/vllm-ascend:v0.30.0)')
+
+
+def test_compatibility_of_a_site_row_passes_and_names_it():
+    request = requested(vllm_ascend_version='0.30.0', cann_version='9.2.1')
+    assert check_compatibility(request, '25.6.RC3.1', 'requested')['status'] == 'fail'
+    assert check_compatibility(request, '25.6.RC3.1', 'requested', with_site_rows([SITE_0_30])) == result(
+        'compatibility', 'pass', 'the requested versions are the row %s on the requested NPU driver 25.6.RC3.1'
+        % SITE_ROW_0_30)
+
+
+def test_compatibility_driver_only_names_the_newest_site_row_it_runs():
+    assert check_compatibility(requested(), '25.6.RC3.1', 'requested', with_site_rows([SITE_0_29])) == result(
+        'compatibility', 'pass', 'no vllm-ascend, vLLM, CANN, torch or Python version requested; the newest row the '
+        'requested NPU driver 25.6.RC3.1 runs is vllm-ascend 0.29.0 (site row) (vLLM 0.29.0, Python unpublished, CANN '
+        '9.2.0, torch unpublished, torch_npu unpublished, triton-ascend unpublished, NPU driver >= 25.6.RC3.1, image '
+        'quay.io/ascend/vllm-ascend:v0.29.0)')
 
 
 def test_compatibility_options_that_are_not_versions_fail_naming_the_option():

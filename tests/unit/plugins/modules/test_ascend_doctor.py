@@ -106,6 +106,26 @@ def test_versions_against_the_release(host):
     assert 'vllm-ascend 0.13.0 does not fit NPU driver 24.1.rc1' in result['findings'][0]['summary']
 
 
+# vllm-ascend 0.13.0 as a site validated it on driver 24.1.RC1 (the built-in row asks for 25.5).
+SITE_0_13 = {'vllm_ascend': '0.13.0', 'vllm': '0.13.0', 'python': '>=3.10,<3.12', 'cann': '8.5.0', 'torch': '2.8.0',
+             'torch_npu': '2.8.0.post2', 'triton_ascend': '3.2.0', 'driver': '24.1.RC1'}
+
+
+def test_versions_against_a_site_row(host):
+    result = run_module(host, {'vllm_ascend_version': '0.13.0', 'compat_site_rows': [SITE_0_13]})
+    versions = result['findings'][0]
+    assert versions['status'] == 'ok'
+    assert versions['summary'].startswith('driver 24.1.rc1, firmware 7.1.0.11.220, CANN -, vllm-ascend 0.13.0: a '
+                                          'supported combination, by the row vllm-ascend 0.13.0 (site row) (vLLM 0.13.0, ')
+    assert versions['details']['row']['source'] == 'site'
+
+
+def test_a_malformed_site_row_fails_before_any_command_naming_the_inventory_variable(host):
+    result = run_module(host, {'compat_site_rows': [SITE_0_13, {'vllm_ascend': '0.30.0', 'vllm': '0.30.0'}]}, FailJson)
+    assert result['msg'] == 'ascend_compat_site_rows[1].cann is missing: every row names its CANN version'
+    assert host.commands() == []
+
+
 def test_an_unhealthy_chip_names_its_error_code_and_foreign_processes_fail(host):
     host.answers[(NPU_SMI, 'info')] = (0, load_fixture(ALARM_950), '')
     host.answers[(NPU_SMI, 'info', '-t', 'health', '-i', '0')] = (

@@ -453,6 +453,36 @@ def test_a_requested_driver_replaces_the_installed_one_for_compatibility(host):
     assert result['checks'][0]['message'].endswith('on the requested NPU driver 25.5.0')
 
 
+# vllm-ascend 0.13.0 as a site validated it on driver 24.1.RC1 (the built-in row asks for 25.5).
+SITE_0_13 = {'vllm_ascend': '0.13.0', 'vllm': '0.13.0', 'python': '>=3.10,<3.12', 'cann': '8.5.0', 'torch': '2.8.0',
+             'torch_npu': '2.8.0.post2', 'triton_ascend': '3.2.0', 'driver': '24.1.RC1'}
+
+
+def test_a_site_row_is_checked_against_and_named(host):
+    with_driver(host)
+    result = run_module(host, {'checks': ['compatibility'], 'vllm_ascend_version': '0.13.0', 'cann_version': '8.5.0',
+                               'compat_site_rows': [SITE_0_13]})
+    assert result['checks'] == [{
+        'name': 'compatibility', 'status': 'pass', 'fix': None,
+        'message': 'the requested versions are the row vllm-ascend 0.13.0 (site row) (vLLM 0.13.0, Python >=3.10,<3.12, '
+                   'CANN 8.5.0, torch 2.8.0, torch_npu 2.8.0.post2, triton-ascend 3.2.0, NPU driver >= 24.1.RC1, image '
+                   'quay.io/ascend/vllm-ascend:v0.13.0) on the installed NPU driver 24.1.rc1'}]
+
+
+@pytest.mark.parametrize('rows, message', [
+    ([{'vllm_ascend': '0.13.0', 'vllm': '0.13.0'}], 'ascend_compat_site_rows[0].cann is missing: every row names its CANN version'),
+    ([SITE_0_13, dict(SITE_0_13, source='my notes')],
+     "ascend_compat_site_rows[1].source: a site row's source is site (given or left out), not 'my notes': say where it "
+     "comes from in a comment beside it"),
+    ([dict(SITE_0_13, cann=8.5)],
+     'ascend_compat_site_rows[0].cann: 8.5 is a float, not a version string: quote it (YAML reads 9.10 as the number 9.1)'),
+])
+def test_a_malformed_site_row_fails_before_any_check_naming_the_inventory_variable(host, rows, message):
+    with_driver(host)
+    assert run_module(host, {'compat_site_rows': rows}, FailJson)['msg'] == 'compat_site_rows: ' + message
+    host.run_command.assert_not_called()
+
+
 # --- option errors -------------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize('args, message', [

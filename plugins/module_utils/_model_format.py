@@ -17,7 +17,8 @@ What a model directory says about how it is served, and whether the serving flag
   ``...`` lines, trailing commas, a fenced block, a missing model_quant_type (derived from the per-tensor types);
   what it cannot read is a warning, never a traceback.
 * ``read_model_dir(path, warn)``: the reader that runs on the node: those two files only, regular files only,
-  opened without blocking and read up to ``MAX_BYTES`` (a model directory may be hundreds of GB on NFS).
+  opened without blocking and read up to ``MAX_BYTES`` (a model directory may be hundreds of GB on NFS);
+  ``read_model(path, warn)`` the same with config.json parsed, for the sizing (``_sizing``).
 * ``format_problems(description, quantization, has_npus, chips, npu_devices)``: the decision - each problem names
   the variable or the file to fix. The serving plan (``_serving.serving_plan``) calls it with the final argv's
   ``--quantization``, and ``dtype_problems(description, dtype, has_npus)`` with its ``--dtype``.
@@ -151,6 +152,12 @@ def _description_types(description, name, warn):
 def describe(config_text, description_text=None, warn=None):
     """The description of a model directory from the text of its config.json (None: missing) and of its
     quant_model_description.json (None: missing)."""
+    return describe_with_config(config_text, description_text, warn)[0]
+
+
+def describe_with_config(config_text, description_text=None, warn=None):
+    """(``describe``'s description, config.json parsed - the object, None when it is missing or not one), each file
+    read once: what the serving plan's sizing (_sizing.size_deployment) reads the model's shape from."""
     warnings = []
 
     def note(message):
@@ -199,7 +206,7 @@ def describe(config_text, description_text=None, warn=None):
         result['format'] = 'float'
     if quant is not None and result['format'] == ASCEND_METHOD and description is not None:
         note('%s has a quantization_config beside %s' % (CONFIG_NAME, DESCRIPTION_NAME))
-    return result
+    return result, config
 
 
 # ------------------------------------------------------------------------------------------------ the node reader
@@ -234,18 +241,25 @@ def _read_bounded(path):
 def read_model_dir(path, warn=None):
     """The description of the model directory ``path`` on this host, with ``path``, ``exists`` and ``error`` (why
     the directory or one of its two files could not be read; '' when they could)."""
+    return read_model(path, warn)[0]
+
+
+def read_model(path, warn=None):
+    """(``read_model_dir``'s description, its config.json parsed: None when the directory, the file or its object
+    is not there), the two files read once each."""
     base = {'path': path, 'exists': os.path.isdir(path), 'error': ''}
     if not base['exists']:
         base.update(describe(None), error='%s is not a directory' % path if os.path.lexists(path) else '')
-        return base
+        return base, None
     texts = {}
     for name in (CONFIG_NAME, DESCRIPTION_NAME):
         texts[name], error = _read_bounded(os.path.join(path, name))
         if error:
             base['error'] = error
             break
-    base.update(describe(texts.get(CONFIG_NAME), texts.get(DESCRIPTION_NAME), warn))
-    return base
+    description, config = describe_with_config(texts.get(CONFIG_NAME), texts.get(DESCRIPTION_NAME), warn)
+    base.update(description)
+    return base, config
 
 
 # ------------------------------------------------------------------------------------------------- the decision

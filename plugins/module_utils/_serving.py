@@ -10,8 +10,10 @@
 ``serving_plan`` adds the host's facts and returns the whole deployment - the vllm-ascend release, the mode, the NPUs
 and their cards, the NUMA binding, the ``vllm serve`` argv, the container argv (devices, mounts, environment names),
 the environment, the unit, file and container names, and whether the API is reachable beyond the host (decided from
-the final argv, whatever added to it). Every problem is a message naming the variable to fix; no message holds a
-secret. Pure: no Ansible, no host access (the filter ``serving_plan`` exposes it)."""
+the final argv, whatever added to it) - and whether the model fits the NPUs (``plan_sizing`` over ``_sizing``), also
+for a host whose NPU driver is not installed yet (``fresh_host``: its NPUs from the PCI bus, what it assumed). Every
+problem is a message naming the variable to fix; no message holds a secret. Pure: no Ansible, no host access (the
+filter ``serving_plan`` exposes it)."""
 
 from __future__ import annotations
 
@@ -19,8 +21,13 @@ import ipaddress
 import json
 import re
 
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils import _sizing
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._group_watch import parse_endpoint
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._model_format import dtype_problems, format_problems
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._model_format import (
+    dtype_problems,
+    format_problems,
+    product_family,
+)
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._numbers import MAX_SECONDS
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._paths import (
     SYSTEM_DIRECTORIES,
@@ -81,7 +88,35 @@ CHOICES = {
     'container_engine': ('docker', 'podman'),
     'mode': ('auto', 'native', 'container'),
     'numa_bind': ('auto', 'numactl', 'vllm_ascend', 'none'),
+    # What a refused sizing does: fail the plan, warn only, or no sizing (a caller whose layout is not the final one).
+    'sizing': ('refuse', 'warn', 'skip'),
 }
+# The choices that have no null.
+NOT_NULL_CHOICES = ('mode', 'numa_bind', 'sizing')
+
+# Every key of the plan's inputs: the vllm_service variables without their prefix, as roles/vllm_service/vars/main.yml
+# (__vllm_service_inputs, their one producer) gives them, and api_key_set (whether there is a key, never the key).
+# The filter's documentation lists exactly these (plugins/filter/serving_plan.yml; a test keeps the three equal).
+INPUT_KEYS = (
+    'name', 'mode', 'model', 'model_links_within', 'served_model_name', 'host', 'port', 'api_key_set', 'api_key_file',
+    'tls_cert', 'tls_key', 'tls_ca', 'tls_server_name', 'tensor_parallel_size', 'data_parallel_size',
+    'data_parallel_size_local', 'headless', 'distributed_executor_backend', 'cluster_args', 'cluster_env',
+    'enable_expert_parallel', 'max_model_len', 'max_num_seqs', 'max_num_batched_tokens', 'gpu_memory_utilization',
+    'quantization', 'dtype', 'scheduling_policy', 'enforce_eager', 'extra_args', 'env', 'cpu_kvcache_space',
+    'vllm_ascend_version', 'npus', 'numa_bind', 'venv', 'pip_packages', 'image', 'container_engine', 'shm_size',
+    'use_ascend_runtime', 'mount_driver_dir', 'volumes', 'network', 'ipc_host', 'cap_add', 'cache_dir', 'user',
+    'cann_env_file', 'sizing', 'npu_smi_path', 'pip_remove', 'model_manifest', 'model_source', 'python', 'pip_wheelhouse',
+    'image_archive', 'sysfs_path', 'headless_settle', 'manifest_workers', 'start_timeout', 'stop_timeout',
+    'npu_free_timeout', 'npu_free_interval', 'restart_burst', 'restart_interval', 'wait_for_endpoints',
+    'wait_for_timeout',
+)
+# Every key of what the host said that serving_plan reads (preflight.yml gives them): the filter's documentation lists
+# exactly these, and a test that the plan reads no other.
+FACTS_KEYS = (
+    'npu_count', 'npu_devices', 'chips', 'npu_smi_found', 'npu_smi_complete', 'npu_smi_incomplete_reason',
+    'existing_paths', 'engine_paths', 'ascend_runtime', 'container_engine', 'systemd_version', 'account', 'uid_min',
+    'key_file', 'model_format', 'model_config', 'model_weights', 'driver_version', 'target_driver_version',
+)
 
 # The environment every mode gets: offline (no model hub, no usage report).
 ENV_BASE = {'HF_HUB_OFFLINE': '1', 'VLLM_NO_USAGE_STATS': '1', 'DO_NOT_TRACK': '1'}
@@ -147,6 +182,8 @@ _PIN = re.compile(r'[A-Za-z0-9._-]+==[A-Za-z0-9.+!_-]+\Z')
 _PACKAGE = re.compile(r'[A-Za-z0-9._-]+\Z')
 _NO_CONTROL_NOT_OPTION = re.compile(r'[^\x00-\x1f\x7f-][^\x00-\x1f\x7f]*\Z')
 _NODE_DIR = re.compile(r'/[^:\x00-\x1f\x7f]*\Z')
+# A path that lands in the unit's command line unquoted: no blank, nothing systemd expands (%, $) or quotes.
+_UNIT_PATH = re.compile(r'/[A-Za-z0-9._+,:@=/-]{0,4095}\Z')
 # An image reference: [registry[:port]/]path[:tag][@digest], lower-case path components (the engines' grammar).
 _IMAGE = re.compile(r'[A-Za-z0-9][A-Za-z0-9._-]*(:[0-9]+)?(/[a-z0-9]+([._-]+[a-z0-9]+)*)*'
                     r'(:[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?(@sha256:[0-9a-f]{64})?\Z')
@@ -471,6 +508,8 @@ def check_inputs(inputs):
     string('vllm_ascend_version', _RELEASE, 'a release such as v0.13.0 (no blanks, not first a -)', optional=True)
     for name in ('model_manifest', 'python', 'pip_wheelhouse', 'image_archive', 'sysfs_path'):
         string(name, _PATH, 'an absolute path without control characters', optional=True)
+    string('npu_smi_path', _UNIT_PATH, "an absolute path of letters, digits and ._+,:@=/- (the unit runs it)",
+           optional=True)
 
     port = get('port')
     if not _is_int(port) or not 1 <= port <= 65535:
@@ -499,7 +538,7 @@ def check_inputs(inputs):
         value = get(name)
         if value is not None and value not in choices:
             problems.append('vllm_service_%s must be %sone of %s; got %s' % (
-                name, '' if name in ('mode', 'numa_bind') else 'null or ', ', '.join(choices), _show(value)))
+                name, '' if name in NOT_NULL_CHOICES else 'null or ', ', '.join(choices), _show(value)))
     for name in ('enable_expert_parallel', 'enforce_eager', 'headless', 'mount_driver_dir'):
         if not isinstance(get(name, False), bool):
             problems.append('vllm_service_%s must be true or false; got %s' % (name, _show(get(name))))
@@ -701,12 +740,11 @@ def _within_problems(within, mounts):
     return problems
 
 
-def _mount_plan(inputs, facts, has_npus, ascend_runtime, state_dir, tls=None):
+def _mount_plan(inputs, existing, has_npus, ascend_runtime, state_dir, tls=None):
     """The container's volumes (host:container[:options]) and the problems: the driver files the host has (no Ascend
     runtime), the model read-only - with vllm_service_model_links_within, that whole directory (``model_mount``),
     which may hide neither the image's system nor the service's other mounts -, the state directory as vLLM's cache,
     the TLS directory read-only, then the user's; two mounts at one container path are refused."""
-    existing = set(facts.get('existing_paths') or ())
     mounts = []
     if has_npus and not ascend_runtime:
         mounts += ['%s:%s' % (path, path) for path in DRIVER_FILES if path in existing]
@@ -751,15 +789,278 @@ def _numa_plan(inputs, facts, npu_ids, has_npus):
     return {'node': node, 'cpus': cpus, 'bind': bind}
 
 
+# ------------------------------------------------------------------------------------------- a host without a driver
+
+# A host whose NPUs the PCI bus shows (ascend_facts) but npu-smi cannot yet (no NPU driver): by the chip family of its
+# PCI devices, the product _sizing plans it as, the NPUs vLLM counts per PCI device and per card (npu-smi's NPU id).
+# An A3 shows one PCI device per die, two dies a card; a 300I Duo card one PCI device for its two 310P chips
+# (tests/simulator/fake_sysfs.py lays them out so).
+FRESH_PRODUCTS = {
+    '910B': ('a2', 1, 1),
+    '910_93': ('a3', 1, 2),
+    '310P': ('300i_duo', 2, 2),
+}
+
+
+# What an NPU driver's install puts on a host (the Atlas 800I A2's: npu-smi in /usr/local/bin) and the control devices
+# it loads, taken as there when a fresh host is planned.
+FRESH_DRIVER_PATHS = tuple(path for path in DRIVER_FILES if path != '/usr/local/sbin/npu-smi') + CONTROL_DEVICES[:3]
+
+
+def fresh_host(npu_devices):
+    """What a plan assumes of a host whose NPUs only the PCI bus shows (npu-smi not installed yet): ``chips`` as
+    npu-smi would list them (npu_id, chip_id, and the product's memory), the ``product`` (a _sizing.PRODUCTS key, None
+    when the chip family is not one the sizing knows) and the ``assumed`` sentence saying so."""
+    devices = [device for device in npu_devices or () if isinstance(device, dict)]
+    families = sorted(set(str(device.get('chip_family') or 'unknown') for device in devices))
+    family = families[0] if len(families) == 1 else None
+    product, per_device, per_card = FRESH_PRODUCTS.get(family, (None, 1, 1))
+    count = len(devices) * per_device
+    spec = _sizing.PRODUCTS.get(product)
+    chips = [{'npu_id': index // per_card, 'chip_id': index % per_card, 'name': None,
+              'hbm_total_mb': spec['hbm_mb'] if spec else None} for index in range(count)]
+    seen = '%d NPU PCI device%s (chip family %s)' % (len(devices), '' if len(devices) == 1 else 's',
+                                                     ', '.join(families) or 'none')
+    if spec is None:
+        sentence = ('npu-smi is not on this host yet (no NPU driver): planned from the %s on its PCI bus, %d NPUs, '
+                    'whose product and memory are not known, so the model is not sized against them' % (seen, count))
+    else:
+        sentence = ('npu-smi is not on this host yet (no NPU driver): planned from the %s on its PCI bus as %s, %d NPUs '
+                    'of %d MB as npu-smi would show them%s' % (
+                        seen, spec['name'], count, spec['hbm_mb'],
+                        ' (a 32 GB 910B holds half: the real memory is read once the driver is there)'
+                        if family == '910B' else ''))
+    return {'chips': chips, 'product': product, 'family': family, 'assumed': sentence}
+
+
+def driver_plan(facts, fresh, release):
+    """The NPU driver the release is checked against (role vllm_service's checks.yml): ``version`` (the installed
+    one, or on a fresh host the inventory's target npu_driver_version, which role npu_driver installs first), its
+    ``source`` and ``check`` (false only on a fresh host without a target: nothing to check against); and the
+    sentence the plan assumes, on a fresh host."""
+    installed = facts.get('driver_version')
+    target = facts.get('target_driver_version')
+    if installed or not fresh:
+        return {'version': installed or None, 'source': 'installed' if installed else None, 'check': True}, None
+    if target:
+        return ({'version': str(target), 'source': 'npu_driver_version', 'check': True},
+                'the NPU driver is the one the inventory targets, npu_driver_version %s, which role npu_driver installs '
+                'before this service (playbooks/site.yml): vllm-ascend %s is checked against it'
+                % (target, release or '(release unknown)'))
+    return ({'version': None, 'source': None, 'check': False},
+            'the NPU driver\'s version is not known (no driver installed, npu_driver_version not set): vllm-ascend %s '
+            'is not checked against it' % (release or '(release unknown)'))
+
+
+# ------------------------------------------------------------------------------------------------------ the sizing
+
+# What the sizing reports of the fullest NPU (_sizing.size_deployment's per_npu), null when it is not sized.
+SIZING_PER_NPU = ('weights', 'kv', 'kv_per_token', 'mask', 'reserve', 'budget', 'capacity', 'need')
+# Methods of --speculative-config that load MTP layers (vLLM's speculative config: deepseek_mtp and the mtp alias).
+_MTP = re.compile(r'([a-z0-9_]*_)?mtp\Z')
+_HUMAN_INT = re.compile(r'([0-9]+(?:[.][0-9]+)?)([kKmMgGtT])\Z')
+_HUMAN_MULTIPLIERS = {'k': 10 ** 3, 'm': 10 ** 6, 'g': 10 ** 9, 't': 10 ** 12,
+                      'K': 2 ** 10, 'M': 2 ** 20, 'G': 2 ** 30, 'T': 2 ** 40}
+
+
+def _argv_number(value, kind=int, human=False):
+    """``value`` (an argv string, None when absent) as vLLM's parser reads it: an int (with ``human``, 16k and 16K as
+    --max-model-len takes them, -1 and auto for the model's own length: None) or a float; a value it would refuse is
+    returned as it is, for the sizing to refuse by name."""
+    if value is None:
+        return None
+    text = value.strip()
+    if human and (text == '-1' or text.lower() == 'auto'):
+        return None
+    match = _HUMAN_INT.match(text) if human else None
+    try:
+        if match:
+            number, suffix = match.groups()
+            return int(float(number) * _HUMAN_MULTIPLIERS[suffix]) if suffix.islower() else int(number) * _HUMAN_MULTIPLIERS[suffix]
+        return kind(text)
+    except ValueError:
+        return value
+
+
+def _last_switch(args, flag, short=None):
+    """Whether the final argv turns the switch ``flag`` on (``flag`` or ``short``), off (``--no-`` + its name), or
+    None when it does not say: the last one counts."""
+    negative = '--no-' + flag[2:]
+    value = None
+    for arg in args:
+        name = _option_name(arg)
+        if arg == short or (name is not None and resolve_option(name, (flag,)) == flag):
+            value = True
+        elif name is not None and resolve_option(name, (negative,)) == negative:
+            value = False
+    return value
+
+
+def _json_value(value):
+    try:
+        return json.loads(value)
+    except ValueError:
+        return value
+
+
+def _json_option(args, flag, short=None):
+    """The JSON object a dict option of vLLM's gets from the final argv, in order: ``--flag JSON`` (or ``short``)
+    sets it, ``--flag.key.subkey value`` sets one key of it, as vLLM's parser reads them (a value read as JSON where
+    it is, else as a string); a value it would refuse is returned as it is, None when the option is absent."""
+    result = None
+    index = 0
+    while index < len(args):
+        arg = args[index]
+        name, has_value, value = arg.partition('=') if isinstance(arg, str) else ('', '', '')
+        if not has_value and index + 1 < len(args):
+            value = args[index + 1]
+        spelled = '--' + name[2:].replace('_', '-') if name.startswith('--') else name
+        if name == short or spelled == flag:
+            result = _json_value(value)
+        elif spelled.startswith(flag + '.') and len(spelled) > len(flag) + 1:
+            keys = name[len(flag) + 1:].split('.')
+            result = result if isinstance(result, dict) else {}
+            target = result
+            for key in keys[:-1]:
+                if not isinstance(target.get(key), dict):
+                    target[key] = {}
+                target = target[key]
+            target[keys[-1]] = _json_value(value)
+        else:
+            index += 1
+            continue
+        index += 1 if has_value else 2
+    return result
+
+
+# The options serving_layout reads, for the abbreviations argparse would take: --data-parallel-size is itself, not an
+# abbreviation of --data-parallel-size-local.
+LAYOUT_FLAGS = ('--tensor-parallel-size', '--data-parallel-size', '--data-parallel-size-local',
+                '--pipeline-parallel-size', '--decode-context-parallel-size', '--max-model-len', '--max-num-seqs',
+                '--gpu-memory-utilization', '--dtype', '--quantization', '--kv-cache-dtype', '--hf-overrides',
+                '--speculative-config', '--distributed-executor-backend')
+
+
+def serving_layout(args, environment):
+    """The layout vLLM reads from the final argv ``args`` and the service's ``environment``, in _sizing's names
+    (normalize_layout): the parallel sizes, expert parallel, max_model_len, max_num_seqs, gpu_memory_utilization,
+    dtype, quantization, kv_cache_dtype, --hf-overrides, MTP layers loaded by --speculative-config, the decode context
+    parallel size and VLLM_ALLOW_LONG_MAX_MODEL_LEN; and pipeline_parallel_size, which the sizing does not model."""
+    def value(flag, short=None):
+        return last_value(args, flag, known=LAYOUT_FLAGS, short=short)
+
+    def number(flag, short=None, kind=int, human=False):
+        return _argv_number(value(flag, short), kind, human)
+
+    speculative = _json_option(args, '--speculative-config', '-sc')
+    method = speculative.get('method') if isinstance(speculative, dict) else None
+    return {
+        'tensor_parallel_size': number('--tensor-parallel-size', '-tp'),
+        'data_parallel_size': number('--data-parallel-size', '-dp'),
+        'data_parallel_size_local': number('--data-parallel-size-local', '-dpl'),
+        'pipeline_parallel_size': number('--pipeline-parallel-size', '-pp'),
+        'decode_context_parallel_size': number('--decode-context-parallel-size', '-dcp'),
+        'enable_expert_parallel': bool(_last_switch(args, '--enable-expert-parallel', '-ep')),
+        'max_model_len': number('--max-model-len', human=True),
+        'max_num_seqs': number('--max-num-seqs'),
+        'gpu_memory_utilization': number('--gpu-memory-utilization', kind=float),
+        'dtype': value('--dtype'),
+        'quantization': value('--quantization', '-q'),
+        'kv_cache_dtype': value('--kv-cache-dtype'),
+        'hf_overrides': _json_option(args, '--hf-overrides'),
+        'speculative_mtp': isinstance(method, str) and bool(_MTP.match(method)),
+        'allow_long_max_model_len': str(environment.get('VLLM_ALLOW_LONG_MAX_MODEL_LEN', '')).lower() in ('1', 'true'),
+    }
+
+
+def _not_sized(reason, warn=False):
+    """The sizing of a plan that does not size the model: unknown, ``reason`` in ``skipped`` (and a warning when the
+    model could have been sized but the plan cannot say)."""
+    return {'verdict': 'unknown', 'problems': [], 'warnings': ['not checked: %s' % reason] if warn else [],
+            'suggestion': None, 'per_npu': dict.fromkeys(SIZING_PER_NPU), 'use': None, 'concurrency': None,
+            'max_model_len': None, 'layout': None, 'weights': None, 'parameters': None, 'devices': None,
+            'skipped': reason}
+
+
+def _sizing_devices(layout, count, chips, fresh, ray, npu_devices, warn):
+    """The NPUs the sizing weighs the layout against: ``count`` a node (the service's), as npu-smi shows their memory
+    (or a fresh host's product), over the nodes the layout spans - those of its data-parallel ranks
+    (data_parallel_size / data_parallel_size_local), and at least as many as TP x DP needs (Ray places the ranks on
+    the cluster's nodes; a layout larger than this node is refused by the plan, pointing to multi-node serving)."""
+    tp, dp, local = (layout[key] if _is_int(layout[key]) and layout[key] > 0 else None
+                     for key in ('tensor_parallel_size', 'data_parallel_size', 'data_parallel_size_local'))
+    tp, dp = tp or 1, dp or 1
+    nodes = -(-dp // local) if local and not ray else 1
+    nodes = max(nodes, -(-(tp * dp) // max(1, count)))
+    if fresh['product'] is not None:
+        return _sizing.devices_for_product(fresh['product'], nodes, count)
+    if fresh['chips'] is not None:
+        devices = _sizing.devices_from_hbm_mb(None, max(1, count), nodes, fresh['family'])
+        devices['problems'] = ['their product and memory are not known before the NPU driver is installed (chip family '
+                               '%s)' % (fresh['family'] or 'unknown or mixed')]
+        return devices
+    devices = _sizing.devices_from_npu_smi(chips, nodes, warn)
+    # The chip family from the PCI devices when npu-smi's chip names do not say it (an A3 prints Ascend910).
+    devices['family'] = devices['family'] or product_family(chips, npu_devices)
+    # NPUs that are a whole product as npu-smi shows it (8 910B of 65536 MB: an A2) are named so, and the suggestion
+    # does not propose the same hardware again.
+    for product, spec in sorted(_sizing.PRODUCTS.items()):
+        if (spec['family'], spec['hbm_mb'], spec['count']) == (devices['family'], devices['hbm_mb'], devices['count']):
+            return _sizing.devices_for_product(product, nodes)
+    return devices
+
+
+def plan_sizing(inputs, facts, args, environment, npu_ids, chips, fresh, count_refused):
+    """Whether the model fits the service's NPUs (_sizing.size_deployment): the model directory's config.json
+    (``model_config``), its weights (``model_weights``) and format (``model_format``), the final argv's layout, and
+    the NPUs' memory - npu-smi's, or on a fresh host the product of its PCI devices. Not sized (verdict unknown and
+    the reason in ``skipped``): vllm_service_sizing skip, a host without NPUs (vLLM's CPU backend), a caller that did
+    not read the model, a config.json that is not an object, pipeline parallelism (a warning: not checked).
+    ``count_refused``: the plan already refused the parallel sizes against this node's NPUs, whose per-node check the
+    sizing then leaves to it. Returns the sizing (size_deployment's result with ``devices`` and ``skipped``)."""
+    if inputs.get('sizing') == 'skip':
+        return _not_sized('vllm_service_sizing is skip')
+    if not npu_ids:
+        return _not_sized('the host has no NPUs (vLLM\'s CPU backend): nothing to size the model against')
+    if facts.get('model_format') is None:
+        return _not_sized('the model directory was not read (a caller that plans without it)')
+    config = facts.get('model_config')
+    if not isinstance(config, dict):
+        return _not_sized('%s has no config.json object to read the model\'s shape from'
+                          % (facts['model_format'].get('path') or 'the model directory'), warn=True)
+    layout = serving_layout(args, environment)
+    pipeline = layout.pop('pipeline_parallel_size')
+    if _is_int(pipeline) and pipeline > 1:
+        return _not_sized('the memory per NPU with pipeline parallelism (--pipeline-parallel-size %d), which the '
+                          'sizing does not model' % pipeline, warn=True)
+    if count_refused:
+        layout['data_parallel_size_local'] = None
+    warnings = []
+    ray = last_value(args, '--distributed-executor-backend', known=LAYOUT_FLAGS) == 'ray'
+    devices = _sizing_devices(layout, len(npu_ids), [chips[npu] for npu in npu_ids if npu < len(chips)], fresh, ray,
+                              facts.get('npu_devices'), warnings.append)
+    weights = dict(facts.get('model_weights') or {}, quantization=facts['model_format'])
+    result = _sizing.size_deployment(config, weights, layout, devices)
+    result['warnings'] = warnings + result['warnings']
+    result['devices'] = dict((key, devices.get(key)) for key in ('name', 'count', 'nodes', 'hbm_mb', 'family', 'product'))
+    result['skipped'] = None
+    if result['verdict'] == 'refused' and inputs.get('sizing') == 'warn':
+        result['warnings'] = ['refused, and vllm_service_sizing is warn: %s' % problem
+                              for problem in result['problems']] + result['warnings']
+    return result
+
+
 def serving_plan(inputs, facts):
     """The whole deployment of one node: ``inputs`` are the vllm_service variables without their prefix (the key only
-    as ``api_key_set``), ``facts`` what the host said - ``npu_count``, ``chips`` (npu-smi's chips, each with its
-    ``npu_id``), ``npu_smi_complete``, ``npu_devices`` (numa_node, numa_cpulist), ``control_devices`` (the /dev
-    paths found), ``existing_paths`` (the driver files found), ``engine_path``, ``ascend_runtime`` (bool),
-    ``container_engine`` (role container_runtime's report, or null), ``systemd_version`` (``systemctl --version``'s
-    first line, or null).
+    as ``api_key_set``; INPUT_KEYS), ``facts`` what the host said (FACTS_KEYS, which plugins/filter/serving_plan.yml
+    documents one by one) - npu-smi's chips and ascend_facts' NPU devices, the driver files and control devices
+    found, the engines, the account, the key file, systemd's version, the model directory (model_format_info's
+    format, config.json and weights) and the installed and targeted NPU driver.
 
-    Returns ``problems`` (empty when the plan can run) and the plan: release, mode, has_npus, npu_ids, cards,
+    Returns ``problems`` (empty when the plan can run) and the plan: release, mode, has_npus, fresh (planned without
+    npu-smi, from the PCI devices), assumed (what such a plan assumed, one sentence each), driver (driver_plan),
+    sizing (plan_sizing: whether the model fits the NPUs; a refusal is also a problem unless vllm_service_sizing is
+    warn), npu_ids, cards,
     dp_local, numa, args, command, environment (without the key), container_name, unit, env_file, unit_file,
     state_dir, served_model_name, listen (host, port), public, url, engine, ascend_runtime, mounts, devices,
     serving (SERVING_PARAMS in force), tls (tls_plan: the TLS files on the node and the name clients ask for; null
@@ -769,9 +1070,12 @@ def serving_plan(inputs, facts):
     argv before the image, the caller adds its mounts, then ``--entrypoint=`` ``entrypoint`` and ``image``)."""
     problems = check_inputs(inputs)
     if problems:
-        return {'problems': problems}
+        return {'problems': problems, 'assumed': [], 'sizing': _not_sized('the inputs are refused (problems)')}
     inputs = normalize_inputs(inputs)
     has_npus = (facts.get('npu_count') or 0) > 0
+    # A host whose NPUs the PCI bus shows and npu-smi does not (no driver yet): planned from what the PCI bus says.
+    fresh = (fresh_host(facts.get('npu_devices')) if has_npus and facts.get('npu_smi_found') is False
+             else {'chips': None, 'product': None, 'family': None, 'assumed': None})
     mode = inputs['mode'] if inputs['mode'] != 'auto' else ('container' if has_npus else 'native')
     name = inputs['name']
     plan = {
@@ -786,11 +1090,23 @@ def serving_plan(inputs, facts):
     if mode == 'container' and inputs.get('image') is None:
         problems.append('the host has NPUs, so vllm_service_mode auto runs the service in a container: set '
                         'vllm_service_image (such as quay.io/ascend/vllm-ascend:v0.13.0), or vllm_service_mode native')
+    driver, driver_assumed = driver_plan(facts, fresh['chips'] is not None, plan['release'])
+    plan.update(fresh=fresh['chips'] is not None, driver=driver,
+                assumed=[sentence for sentence in (fresh['assumed'], driver_assumed) if sentence])
+    # The driver files and control devices found; on a fresh host also those the driver's install puts there, which
+    # the container gets once it is installed (so that check mode predicts the unit of the real run).
+    existing = set(facts.get('existing_paths') or ())
+    if plan['fresh']:
+        existing.update(FRESH_DRIVER_PATHS)
+    if plan['fresh'] and mode == 'container':
+        plan['assumed'].append('the NPU driver\'s files and control devices (%s) are taken as there once it is '
+                               'installed, for the container\'s mounts and devices' % ', '.join(FRESH_DRIVER_PATHS))
 
     # The NPUs: logical ids (/dev/davinci<N>) are the chips in npu-smi's order; npu-smi lists processes by card.
-    chips = facts.get('chips') or []
+    chips = (facts.get('chips') or []) if fresh['chips'] is None else fresh['chips']
     npu_ids = list(inputs.get('npus') or range(len(chips))) if has_npus else []
     dp_local = inputs.get('data_parallel_size_local') or inputs['data_parallel_size']
+    count_refused = False
     if has_npus:
         needed = inputs['tensor_parallel_size'] * dp_local
         if not facts.get('npu_smi_complete', True):
@@ -799,11 +1115,16 @@ def serving_plan(inputs, facts):
             problems.append('vllm_service_npus %s names NPUs the host does not have: it has %d (ids 0 to %d)'
                             % (npu_ids, len(chips), len(chips) - 1))
         elif inputs.get('distributed_executor_backend') != 'ray' and needed > len(npu_ids):
+            count_refused = True
             problems.append('vllm_service_tensor_parallel_size (%d) x %s (%d) = %d NPUs, but the service has %d '
-                            '(vllm_service_npus %s): lower a parallel size or give it more NPUs'
+                            '(vllm_service_npus %s): %s'
                             % (inputs['tensor_parallel_size'],
                                'vllm_service_data_parallel_size_local' if inputs.get('data_parallel_size_local')
-                               else 'vllm_service_data_parallel_size', dp_local, needed, len(npu_ids), npu_ids))
+                               else 'vllm_service_data_parallel_size', dp_local, needed, len(npu_ids), npu_ids,
+                               'lower a parallel size or give it more NPUs' if needed <= len(chips) else
+                               'this node has %d NPUs: lower a parallel size, or, to spread one model over several '
+                               'nodes, put them in group vllm_clusters and run playbooks/multinode.yml '
+                               '(docs/multinode.md)' % len(chips)))
     if inputs.get('api_key_file') and 'key_file' in facts:
         key_problem = check_key_file(inputs['api_key_file'], facts.get('key_file'))
         if key_problem:
@@ -852,6 +1173,12 @@ def serving_plan(inputs, facts):
         plan['quantization'] = quantization
         problems.extend(format_problems(facts['model_format'], quantization, has_npus, chips, facts.get('npu_devices')))
         problems.extend(dtype_problems(facts['model_format'], last_value(args, '--dtype', known=('--dtype',)), has_npus))
+    # Whether the model fits the NPUs (_sizing), from the final argv and the environment: a refusal fails the plan
+    # unless vllm_service_sizing says to warn only.
+    sizing = plan_sizing(inputs, facts, args, plan['environment'], npu_ids, chips, fresh, count_refused)
+    plan['sizing'] = sizing
+    if sizing['verdict'] == 'refused' and inputs.get('sizing') != 'warn':
+        problems.extend(sizing['problems'])
 
     engine = inputs.get('container_engine') or (facts.get('container_engine')
                                                 if facts.get('container_engine') in CHOICES['container_engine']
@@ -880,11 +1207,10 @@ def serving_plan(inputs, facts):
                  'entrypoint': None})
         return plan
 
-    mounts, mount_problems = _mount_plan(inputs, facts, has_npus, ascend_runtime, plan['state_dir'], tls)
+    mounts, mount_problems = _mount_plan(inputs, existing, has_npus, ascend_runtime, plan['state_dir'], tls)
     problems.extend(mount_problems)
     devices = []
     if has_npus and not ascend_runtime:
-        existing = set(facts.get('existing_paths') or ())
         devices = ['/dev/davinci%d' % npu for npu in npu_ids] + sorted(path for path in CONTROL_DEVICES if path in existing)
     command = [engine_path or engine, 'run', '--rm', '--name', plan['container_name']]
     if inputs.get('network') == 'bridge':

@@ -103,6 +103,9 @@ MAX_FIELD = 2 ** 32
 MAX_FACTOR = 10 ** 6
 MAX_BYTES = 2 ** 60
 MAX_INDEX_BYTES = 64 * MIB
+# A model directory holds tens to a few hundred files; read_model_weights looks at no more entries than this (a
+# directory of millions, on NFS, would take minutes to list): past it the files' sizes are not used.
+MAX_ENTRIES = 100000
 
 # The NPUs of each product, one "device" as vLLM ranks count it (an A3 die, a 310P chip) with its HBM as npu-smi
 # shows it (MB), and the chip family of _model_format.product_family.
@@ -126,7 +129,7 @@ PRODUCTS = {
     '300i_duo': {'name': 'Atlas 300I Duo (2 x 310P3 chips)', 'count': 2, 'hbm_mb': 43757, 'family': '310P'},
 }
 # The hardware smallest_layout tries, smallest first (by total memory, then by nodes).
-MULTINODE = ': put them in group vllm_clusters and run multinode.yml'
+MULTINODE = ': put them in group vllm_clusters and run playbooks/multinode.yml (docs/multinode.md)'
 HARDWARE_LADDER = (
     ('a2', 1, 'one A2', ''),
     ('950dt', 1, 'one 950DT', ''),
@@ -693,13 +696,22 @@ def weights_on_disk(weights, warn=None):
 def read_model_weights(path, warn=None):
     """What the model directory ``path`` on this host says of its weights' size: ``index_total_size`` from its one
     ``*.safetensors.index.json`` (read the collection's one safe way, at most MAX_INDEX_BYTES; several indexes are a
-    warning and none is used) and ``file_bytes``, the sizes of its weight files (stat only, no file opened)."""
+    warning and none is used) and ``file_bytes``, the sizes of its weight files (stat only, no file opened). The
+    directory itself is listed once, not its subdirectories, and at most MAX_ENTRIES of its entries."""
     weights = {'index_total_size': None, 'file_bytes': None}
+    entries = []
     try:
-        entries = sorted(os.scandir(path), key=lambda entry: entry.name)
+        with os.scandir(path) as listing:
+            for entry in listing:
+                if len(entries) >= MAX_ENTRIES:
+                    _note(warn, 'the model directory %s has more than %d entries: its weight files\' sizes are not '
+                                'used' % (path, MAX_ENTRIES))
+                    return weights
+                entries.append(entry)
     except OSError as error:
         _note(warn, 'the model directory %s cannot be listed: %s' % (path, error.strerror or error))
         return weights
+    entries.sort(key=lambda entry: entry.name)
     sizes = {}
     indexes = []
     for entry in entries:

@@ -9,15 +9,19 @@ from __future__ import annotations
 
 DOCUMENTATION = r"""
 module: model_format_info
-short_description: Read how a model directory says it is served (float, msModelSlim, compressed-tensors)
+short_description: Read how a model directory says it is served (float, msModelSlim, compressed-tensors) and its size
 version_added: 0.5.0
 description:
-  - Reads two files of the model directory O(path) and nothing else - C(config.json) (architectures, model_type,
-    torch_dtype, C(quantization_config) or the older C(compression_config)) and msModelSlim's
-    C(quant_model_description.json) (model_quant_type and the per-tensor quant types) - and returns what they
-    say, for the serving plan (filter C(kunpeng_ascend.vllm.serving_plan)) to check the serving flags against.
-  - Only regular files are opened, without blocking, and at most 32 MiB of each is read; the directory is never
-    listed (it may hold hundreds of GB on NFS).
+  - Reads two files of the model directory O(path) - C(config.json) (architectures, model_type, torch_dtype,
+    C(quantization_config) or the older C(compression_config)) and msModelSlim's C(quant_model_description.json)
+    (model_quant_type and the per-tensor quant types) - and returns what they say, for the serving plan (filter
+    C(kunpeng_ascend.vllm.serving_plan)) to check the serving flags against; and returns config.json itself and the
+    weights' size (its safetensors index's C(metadata.total_size), the weight files' sizes) for the plan's sizing,
+    which checks that the model fits the NPUs.
+  - Only regular files are opened, without blocking, and at most 32 MiB of each is read (64 MiB of the one
+    C(*.safetensors.index.json)); the directory itself is listed once, not its subdirectories, and at most 100000
+    of its entries (it may hold hundreds of GB on NFS); the weight files are only looked at (their size), never
+    opened.
   - Real description files are not always strict JSON (C(#) comments, C(...) lines, trailing commas); they are read
     with a warning. A file that cannot be read at all is a warning and RV(model_format.format=unknown), never a
     failure; a directory that does not exist is RV(model_format.exists=false).
@@ -44,7 +48,7 @@ options:
 """
 
 EXAMPLES = r"""
-- name: Read the model's format before serving it
+- name: Read the model's format and size before serving it
   kunpeng_ascend.vllm.model_format_info:
     path: /data/models/DeepSeek-R1-W8A8
   register: model
@@ -120,11 +124,33 @@ model_format:
       description: What could not be read as expected.
       type: list
       elements: str
+config:
+  description: The directory's C(config.json), parsed; null when the directory, the file or a JSON object in it is not
+    there.
+  returned: always
+  type: dict
+  sample: {architectures: [DeepseekV3ForCausalLM], model_type: deepseek_v3, hidden_size: 7168}
+weights:
+  description: What the directory says of its weights' size; null when it is not a directory.
+  returned: always
+  type: dict
+  contains:
+    index_total_size:
+      description: The C(metadata.total_size) of its one C(*.safetensors.index.json) (bytes); null without one,
+        with several, or when it is not a whole number above 0.
+      type: int
+      sample: 688586727753
+    file_bytes:
+      description: The bytes of its C(*.safetensors) files, else of its C(*.bin) and C(*.pt) files; null without
+        any.
+      type: int
+      sample: 688603828224
 """
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._model_format import read_model_dir
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._model_format import read_model
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._sizing import read_model_weights
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._text import replace_undecodable
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._warnings import WarningCap
 
@@ -132,9 +158,16 @@ from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._warnings impo
 def main():
     module = AnsibleModule(argument_spec=dict(path=dict(type='path', required=True)), supports_check_mode=True)
     warnings = WarningCap()
-    result = read_model_dir(module.params['path'], lambda message: warnings(replace_undecodable(message)))
+
+    def warn(message):
+        warnings(replace_undecodable(message))
+
+    path = module.params['path']
+    model_format, config = read_model(path, warn)
+    weights = read_model_weights(path, warn) if model_format['exists'] else None
     warnings.emit(module.warn)
-    module.exit_json(changed=False, model_format=replace_undecodable(result))
+    module.exit_json(changed=False, model_format=replace_undecodable(model_format), config=replace_undecodable(config),
+                     weights=weights)
 
 
 if __name__ == '__main__':

@@ -45,6 +45,22 @@ options:
       - When not set, C(npu-smi) is looked up in E(PATH), then C(/usr/local/bin/npu-smi) and C(/usr/local/sbin/npu-smi)
         (where the Ascend driver installs it).
     type: path
+  npu_smi_path_option:
+    description:
+      - The name the failure messages give O(npu_smi_path) - the caller's own variable, which its user sets (for
+        example C(vllm_service_npu_smi_path) when role C(kunpeng_ascend.vllm.vllm_service) passes it as O(npu_smi_path)).
+      - An empty string names none, for a caller that gives its user no such variable (role
+        C(kunpeng_ascend.vllm.npu_driver), which installs the driver); a missing C(npu-smi) is then reported with the
+        hint to install the driver only.
+    type: str
+    default: npu_smi_path
+  missing_ok:
+    description:
+      - When C(npu-smi) is not found (and O(npu_smi_path) is not set), return RV(found=false) without RV(npu_smi)
+        instead of failing - for a plan of a host whose NPU driver is not installed yet.
+      - A set O(npu_smi_path) that is not an executable file fails whatever this says.
+    type: bool
+    default: false
   timeout:
     description:
       - Seconds each C(npu-smi) run may take before coreutils C(timeout) stops it (and kills it 5 seconds later).
@@ -90,12 +106,24 @@ EXAMPLES = r"""
 - name: Show the NPU processes
   ansible.builtin.debug:
     msg: "{{ npu.npu_smi.processes | map(attribute='pid') | list }}"
+
+- name: Read the NPUs where the driver may not be installed yet, naming the role's variable when it fails
+  kunpeng_ascend.vllm.npu_smi_info:
+    npu_smi_path: "{{ vllm_service_npu_smi_path }}"
+    npu_smi_path_option: vllm_service_npu_smi_path
+    missing_ok: "{{ ansible_check_mode }}"
+  register: npu
 """
 
 RETURN = r"""
+found:
+  description: Whether C(npu-smi) was found (false only with O(missing_ok)).
+  returned: success
+  type: bool
+  sample: true
 npu_smi:
   description: What C(npu-smi info) printed.
-  returned: success
+  returned: when C(npu-smi) was found
   type: dict
   contains:
     version:
@@ -261,6 +289,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._command import (
     CommandRunner,
     find_executable,
+    locate_executable,
 )
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._npu_smi import (
     NPU_SMI_FALLBACK_PATHS,
@@ -275,6 +304,8 @@ def main():
     module = AnsibleModule(
         argument_spec=dict(
             npu_smi_path=dict(type='path'),
+            npu_smi_path_option=dict(type='str', default='npu_smi_path'),
+            missing_ok=dict(type='bool', default=False),
             timeout=dict(type='int', default=60),
             details=dict(type='list', elements='str', default=[],
                          choices=['board', 'common', 'flash', 'health', 'memory', 'power', 'temp', 'usages']),
@@ -282,7 +313,13 @@ def main():
         # npu-smi info only reads, so check mode runs it as well.
         supports_check_mode=True,
     )
-    npu_smi = find_executable(module, 'npu-smi', module.params['npu_smi_path'], 'npu_smi_path', NPU_SMI_FALLBACK_PATHS,
+    params = module.params
+    if params['missing_ok'] and not params['npu_smi_path'] and not locate_executable(
+            module, 'npu-smi', fallbacks=NPU_SMI_FALLBACK_PATHS):
+        module.exit_json(changed=False, found=False)
+    # The option the messages name: the caller's variable; none ('') for a caller whose user has none to set.
+    option = params['npu_smi_path_option'] or ('npu_smi_path' if params['npu_smi_path'] else None)
+    npu_smi = find_executable(module, 'npu-smi', params['npu_smi_path'], option, NPU_SMI_FALLBACK_PATHS,
                               missing_hint='install the Ascend NPU driver')
     runner = CommandRunner(module, module.params['timeout'])
 
@@ -297,7 +334,7 @@ def main():
         warnings.emit(module.warn)
         runner.fail(failure.result, failure.msg)
     warnings.emit(module.warn)
-    module.exit_json(changed=False, npu_smi=info)
+    module.exit_json(changed=False, found=True, npu_smi=info)
 
 
 if __name__ == '__main__':

@@ -85,6 +85,7 @@ GOOD = {
         'vllm_service_tls_key': 'files/node1.key',
         'vllm_service_tls_ca': 'files/bank-ca.crt',
         'vllm_service_tls_server_name': 'node1.bank.internal',
+        'vllm_service_npu_smi_path': '/usr/local/sbin/npu-smi',
     },
     'npu_network': {'npu_network_cidr': '10.20.0.0/16'},
     'vllm_cluster': {
@@ -269,6 +270,12 @@ CASES = {
     'vllm_service an image that is an option': ('vllm_service', {'vllm_service_image': '--privileged'}, [
         'vllm_service_image must be null or an image reference such as quay.io/ascend/vllm-ascend:v0.13.0; got "--privileged"']),
     'vllm_service a port from the command line': ('vllm_service', {'vllm_service_port': '8080'}, None),
+    'vllm_service an npu-smi path the unit cannot run': ('vllm_service', {'vllm_service_npu_smi_path': '/opt/my tools/npu-smi'}, [
+        'vllm_service_npu_smi_path must be null or an absolute path of letters, digits and ._+,:@=/- (the unit runs it);'
+        ' got "/opt/my tools/npu-smi"']),
+    'vllm_service sizing warns only': ('vllm_service', {'vllm_service_sizing': 'warn'}, None),
+    # YAML's off is false: not a choice, whatever type it arrives as.
+    'vllm_service sizing off': ('vllm_service', {'vllm_service_sizing': False}, 'vllm_service_sizing'),
     'vllm_service a model path on another host for rsync': ('vllm_service', {'vllm_service_model_source': {'path': 'nas:/models/x'}}, [
         "vllm_service_model_source must be null, {src: <directory on the controller>} or {path: <absolute directory on the node,"
         " without ':'>} (rsync reads host:path as a remote and a leading - as an option); got {\"path\": \"nas:/models/x\"}"]),
@@ -558,6 +565,10 @@ CASES = {
         'doctor_sysctl_file must be a .conf file directly in /etc/sysctl.d or /run/sysctl.d or /usr/local/lib/sysctl.d or'
         ' /usr/lib/sysctl.d or /lib/sysctl.d; got "/etc/shadow"']),
     'doctor a mode it does not know': ('doctor', {'doctor_service_mode': 'vm'}, 'doctor_service_mode'),
+    'doctor a site row of the compatibility set': ('doctor', {'ascend_compat_site_rows': [
+        {'vllm_ascend': '0.30.0', 'vllm': '0.30.0', 'cann': '9.2.1', 'driver': '25.6.RC3.1'}]}, None),
+    'doctor a site row without its CANN': ('doctor', {'ascend_compat_site_rows': [{'vllm_ascend': '0.30.0', 'vllm': '0.30.0'}]}, [
+        'ascend_compat_site_rows[0].cann is missing: every row names its CANN version']),
     'doctor no journal line': ('doctor', {'doctor_journal_lines': 0}, 'doctor_journal_lines'),
     'doctor a negative TLS threshold': ('doctor', {'doctor_tls_warn_days': -1}, 'doctor_tls_warn_days'),
     # package_fetch, as the roles call it for each source

@@ -118,6 +118,17 @@ def test_reader_reads_the_two_files_only(tmp_path):
         (True, '', 'ascend', ['W8A8_DYNAMIC'])
 
 
+def test_read_model_gives_config_json_parsed_once_for_the_sizing(tmp_path):
+    (tmp_path / 'config.json').write_text('{"model_type": "deepseek_v3",  # a comment\n "hidden_size": 7168,}\n')
+    description, config = _model_format.read_model(str(tmp_path))
+    assert config == {'model_type': 'deepseek_v3', 'hidden_size': 7168}
+    assert description == _model_format.read_model_dir(str(tmp_path)) and description['format'] == 'float'
+    assert _model_format.read_model(str(tmp_path / 'none'))[1] is None
+    (tmp_path / 'config.json').write_text('"a string"')
+    assert _model_format.read_model(str(tmp_path))[1] is None
+    assert _model_format.describe_with_config(None)[1] is None
+
+
 def test_reader_a_missing_directory_and_a_missing_config(tmp_path):
     assert _model_format.read_model_dir(str(tmp_path / 'none'))['exists'] is False
     result = _model_format.read_model_dir(str(tmp_path))

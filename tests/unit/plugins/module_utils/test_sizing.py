@@ -463,7 +463,7 @@ def test_smallest_layout_takes_the_model_files_as_size_deployment_does():
     text = S.smallest_layout((config, {'quantization': W8A8}), layout, S.devices_for_product('a2'))
     assert text.startswith('the smallest layout that fits: one A3 (TP 8 x DP 2 with expert parallel), or two A2 '
                            'nodes (TP 8 x DP 2 with expert parallel): put them in group vllm_clusters and run '
-                           'multinode.yml; or a W4A8 model')
+                           'playbooks/multinode.yml (docs/multinode.md); or a W4A8 model')
     assert S.smallest_layout((config, {'quantization': W8A8}), layout, S.devices_from_hbm_mb(None, 8)) is None
     assert S.smallest_layout((config, {'quantization': W8A8}), layout, None) is None
     # Nothing the ladder knows takes DeepSeek-R1 in fp32 with a 2 TB KV cache.
@@ -573,6 +573,18 @@ def test_read_model_weights_never_opens_a_fifo_index(tmp_path):
     warnings = []
     assert S.read_model_weights(str(tmp_path), warnings.append)['index_total_size'] is None
     assert warnings == []            # not a regular file: not listed as an index (is_file), nothing opened
+
+
+def test_read_model_weights_lists_a_bounded_number_of_entries(tmp_path, monkeypatch):
+    monkeypatch.setattr(S, 'MAX_ENTRIES', 3)
+    for index in range(3):
+        (tmp_path / ('model-%05d.safetensors' % index)).write_bytes(b'x' * 10)
+    assert S.read_model_weights(str(tmp_path)) == {'index_total_size': None, 'file_bytes': 30}
+    (tmp_path / 'model.safetensors.index.json').write_text(_index(123))
+    warnings = []
+    assert S.read_model_weights(str(tmp_path), warnings.append) == {'index_total_size': None, 'file_bytes': None}
+    assert warnings == ['the model directory %s has more than 3 entries: its weight files\' sizes are not used'
+                        % tmp_path]
 
 
 # ----------------------------------------------------------------------------- malformed configurations

@@ -231,7 +231,7 @@ def test_deepseek_w8a8_is_refused_on_one_a2_with_two_a2_or_one_a3(model, tp, dp)
     suggestion = result['suggestion']
     assert suggestion.startswith('the smallest layout that fits: one A3 (TP %d x DP %d with expert parallel), or two '
                                  'A2 nodes (TP %d x DP %d with expert parallel): put them in group vllm_clusters and '
-                                 'run multinode.yml' % (tp, 16 // tp, tp, 16 // tp))
+                                 'run playbooks/multinode.yml (docs/multinode.md)' % (tp, 16 // tp, tp, 16 // tp))
     assert 'or a W4A8 model' in suggestion
     assert suggestion in result['problems'][-1]
     assert result['per_npu']['weights'] > result['per_npu']['budget']

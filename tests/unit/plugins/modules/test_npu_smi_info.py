@@ -67,7 +67,7 @@ def test_runs_npu_smi_info_once_under_timeout_with_a_parsable_locale(host):
     host.answers[(NPU_SMI, 'info')] = (0, stdout, '')
     result = run_module({})
     assert host.calls() == [npu_smi_call('info')]
-    assert result == {'changed': False, 'npu_smi': dict(parse_npu_smi_info(stdout), details={})}
+    assert result == {'changed': False, 'found': True, 'npu_smi': dict(parse_npu_smi_info(stdout), details={})}
     npu = result['npu_smi']
     assert (npu['version'], npu['driver_version'], npu['npu_count'], npu['chip_count'], npu['all_healthy']) == \
         ('25.0.rc1.b010', '25.0.rc1.b010', 8, 8, True)
@@ -274,6 +274,42 @@ def test_npu_smi_path_that_is_not_executable(host):
     assert run_module({'npu_smi_path': '/nowhere/npu-smi'}, FailJson) == {
         'msg': 'npu_smi_path: /nowhere/npu-smi is not an executable file'}
     assert host.calls() == []
+
+
+def test_the_messages_name_the_callers_variable(host):
+    # A role passes its own variable as npu_smi_path and names it: its user sets that, never the module's option.
+    assert run_module({'npu_smi_path': '/nowhere/npu-smi', 'npu_smi_path_option': 'vllm_service_npu_smi_path'},
+                      FailJson) == {'msg': 'vllm_service_npu_smi_path: /nowhere/npu-smi is not an executable file'}
+    del host.on_path['npu-smi']
+    host.executables.clear()
+    assert run_module({'npu_smi_path_option': 'vllm_service_npu_smi_path'}, FailJson) == {
+        'msg': 'npu-smi was found neither in PATH nor as /usr/local/bin/npu-smi or /usr/local/sbin/npu-smi: '
+               'install the Ascend NPU driver, or set vllm_service_npu_smi_path to its location'}
+    # A real run with missing_ok false fails the same in check mode.
+    assert run_module({'_ansible_check_mode': True}, FailJson)['msg'].endswith('set npu_smi_path to its location')
+    # A caller whose user has no variable for it (role npu_driver, which installs the driver) names none.
+    assert run_module({'npu_smi_path_option': ''}, FailJson) == {
+        'msg': 'npu-smi was found neither in PATH nor as /usr/local/bin/npu-smi or /usr/local/sbin/npu-smi: '
+               'install the Ascend NPU driver'}
+
+
+def test_missing_ok_returns_found_false_on_a_host_without_the_driver(host):
+    del host.on_path['npu-smi']
+    host.executables.clear()
+    assert run_module({'missing_ok': True}) == {'changed': False, 'found': False}
+    assert run_module({'missing_ok': True, '_ansible_check_mode': True}) == {'changed': False, 'found': False}
+    assert host.calls() == []
+    # A path given must be there, whatever missing_ok says.
+    assert run_module({'missing_ok': True, 'npu_smi_path': '/nowhere/npu-smi',
+                       'npu_smi_path_option': 'npu_driver_npu_smi_path'}, FailJson) == {
+        'msg': 'npu_driver_npu_smi_path: /nowhere/npu-smi is not an executable file'}
+
+
+def test_missing_ok_reads_npu_smi_when_it_is_there(host):
+    host.answers[(NPU_SMI, 'info')] = (0, load_fixture(BUSY_910B3), '')
+    result = run_module({'missing_ok': True})
+    assert result['found'] is True and result['npu_smi']['npu_count'] == 8
+    assert host.calls() == [npu_smi_call('info')]
 
 
 def test_negative_timeout(host):

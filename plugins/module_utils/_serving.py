@@ -835,7 +835,8 @@ def fresh_host(npu_devices):
 
 def driver_plan(facts, fresh, release):
     """The NPU driver the release is checked against (role vllm_service's checks.yml): ``version`` (the installed
-    one, or on a fresh host the inventory's target npu_driver_version, which role npu_driver installs first), its
+    one, or on a fresh host vllm_service_target_driver_version, the inventory's npu_driver_version that the playbooks
+    pass and role npu_driver installs first), its
     ``source`` and ``check`` (false only on a fresh host without a target: nothing to check against); and the
     sentence the plan assumes, on a fresh host."""
     installed = facts.get('driver_version')
@@ -843,12 +844,14 @@ def driver_plan(facts, fresh, release):
     if installed or not fresh:
         return {'version': installed or None, 'source': 'installed' if installed else None, 'check': True}, None
     if target:
-        return ({'version': str(target), 'source': 'npu_driver_version', 'check': True},
-                'the NPU driver is the one the inventory targets, npu_driver_version %s, which role npu_driver installs '
-                'before this service (playbooks/site.yml): vllm-ascend %s is checked against it'
+        return ({'version': str(target), 'source': 'vllm_service_target_driver_version', 'check': True},
+                'the NPU driver is the one the inventory targets, %s (vllm_service_target_driver_version; the playbooks '
+                'pass npu_driver_version), which role npu_driver installs before this service (playbooks/site.yml): '
+                'vllm-ascend %s is checked against it'
                 % (target, release or '(release unknown)'))
     return ({'version': None, 'source': None, 'check': False},
-            'the NPU driver\'s version is not known (no driver installed, npu_driver_version not set): vllm-ascend %s '
+            'the NPU driver\'s version is not known (no driver installed, vllm_service_target_driver_version not set: '
+            'set npu_driver_version in the inventory): vllm-ascend %s '
             'is not checked against it' % (release or '(release unknown)'))
 
 

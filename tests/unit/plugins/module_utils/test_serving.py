@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils import _serving
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils import _compatibility, _serving
 
 # roles/vllm_service/defaults/main.yml, without the prefix (test_defaults_match_the_role keeps them in step).
 DEFAULTS = {
@@ -354,15 +354,20 @@ def inventory_inputs(*files):
     return result
 
 
+def _newest_release():
+    """The newest final release of the compatibility set: what the example inventories run (test_example_inventories
+    fails when they do not follow it)."""
+    return next(row for row in _compatibility.compatibility_rows(_compatibility.ROWS) if row['status'] != 'rc')['vllm_ascend']
+
+
 def test_the_example_inventory_on_an_a2_node():
     result = _serving.serving_plan(inventory_inputs('example/group_vars/ascend_nodes.yml'), a2_facts())
     assert result['problems'] == []
-    assert result['public'] and result['release'] == '0.7.3' and result['url'] == 'http://127.0.0.1:8000'
-    assert result['args'] == ['--host', '0.0.0.0', '--port', '8000', '--served-model-name', 'deepseek-r1-distill-llama-70b',
-                              '--tensor-parallel-size', '8', '--data-parallel-size', '1', '--max-model-len', '16384',
-                              '--max-num-seqs', '16', '--gpu-memory-utilization', '0.9']
-    # The 0.7-era environment: OMP_NUM_THREADS 100, HCCL_BUFFSIZE 1024, no AIV.
-    assert result['environment']['OMP_NUM_THREADS'] == '100' and 'HCCL_OP_EXPANSION_MODE' not in result['environment']
+    assert result['public'] and result['release'] == _newest_release() and result['url'] == 'http://127.0.0.1:8000'
+    assert result['args'] == ['--host', '0.0.0.0', '--port', '8000', '--served-model-name', 'DeepSeek-R1-Distill-Llama-70B',
+                              '--tensor-parallel-size', '8', '--data-parallel-size', '1']
+    # The environment of the newest releases: one OpenMP thread, HCCL's AIV expansion.
+    assert result['environment']['OMP_NUM_THREADS'] == '1' and result['environment']['HCCL_OP_EXPANSION_MODE'] == 'AIV'
     assert '--env=VLLM_API_KEY' in result['command']
 
 
@@ -371,9 +376,11 @@ def test_the_multinode_example_inventory_on_each_a2_node():
     head = _serving.serving_plan(dict(values, data_parallel_size=4, data_parallel_size_local=2,
                                       cluster_args=['--data-parallel-address', '10.10.0.21', '--data-parallel-rpc-port', '13389']),
                                  a2_facts())
-    assert head['problems'] == [] and head['npu_ids'] == list(range(8)) and head['release'] == '0.13.0'
-    assert head['args'][6:] == (RECIPE_ARGS[:4] + ['--data-parallel-size-local', '2'] + RECIPE_ARGS[4:]
-                                + ['--data-parallel-address', '10.10.0.21', '--data-parallel-rpc-port', '13389'])
+    assert head['problems'] == [] and head['npu_ids'] == list(range(8)) and head['release'] == _newest_release()
+    # vllm-ascend's two-A2 recipe: TP 4 x DP 4, two ranks a node, expert parallel, W8A8.
+    assert head['args'][6:] == ['--tensor-parallel-size', '4', '--data-parallel-size', '4', '--data-parallel-size-local', '2',
+                                '--max-model-len', '16384', '--quantization', 'ascend', '--enable-expert-parallel',
+                                '--data-parallel-address', '10.10.0.21', '--data-parallel-rpc-port', '13389']
 
 
 def test_what_a_client_of_the_service_gets():

@@ -294,13 +294,14 @@ def test_a_host_without_a_driver_is_planned_from_its_pci_devices_and_the_invento
     result = plan(fresh(), tensor_parallel_size=8)
     assert result['problems'] == [] and result['fresh'] is True
     assert result['npu_ids'] == list(range(8)) and result['cards'] == list(range(8))
-    assert result['driver'] == {'version': '25.5.0', 'source': 'npu_driver_version', 'check': True}
+    assert result['driver'] == {'version': '25.5.0', 'source': 'vllm_service_target_driver_version', 'check': True}
     assert result['assumed'] == [
         'npu-smi is not on this host yet (no NPU driver): planned from the 8 NPU PCI devices (chip family 910B) on its '
         'PCI bus as Atlas 800I A2 (8 x 64 GB), 8 NPUs of 65536 MB as npu-smi would show them (a 32 GB 910B holds '
         'half: the real memory is read once the driver is there)',
-        'the NPU driver is the one the inventory targets, npu_driver_version 25.5.0, which role npu_driver installs '
-        'before this service (playbooks/site.yml): vllm-ascend 0.13.0 is checked against it',
+        'the NPU driver is the one the inventory targets, 25.5.0 (vllm_service_target_driver_version; the playbooks '
+        'pass npu_driver_version), which role npu_driver installs before this service (playbooks/site.yml): '
+        'vllm-ascend 0.13.0 is checked against it',
         "the NPU driver's files and control devices (/usr/local/dcmi, /usr/local/Ascend/driver/tools/hccn_tool, "
         '/usr/local/bin/npu-smi, /usr/local/Ascend/driver/version.info, /etc/ascend_install.info, /dev/davinci_manager, '
         "/dev/devmm_svm, /dev/hisi_hdc) are taken as there once it is installed, for the container's mounts and devices"]
@@ -336,8 +337,9 @@ def test_a_host_without_a_driver_nor_a_target_checks_no_driver_and_an_unknown_ch
     assert result['assumed'][0].startswith('npu-smi is not on this host yet (no NPU driver): planned from the 8 NPU PCI '
                                            'devices (chip family unknown) on its PCI bus, 8 NPUs, whose product and '
                                            'memory are not known')
-    assert result['assumed'][1] == ("the NPU driver's version is not known (no driver installed, npu_driver_version "
-                                    "not set): vllm-ascend 0.13.0 is not checked against it")
+    assert result['assumed'][1] == ("the NPU driver's version is not known (no driver installed, "
+                                    "vllm_service_target_driver_version not set: set npu_driver_version in the "
+                                    "inventory): vllm-ascend 0.13.0 is not checked against it")
     assert result['sizing']['verdict'] == 'unknown'
     assert ('not checked: the NPUs: their product and memory are not known before the NPU driver is installed (chip '
             'family unknown)') in result['sizing']['warnings']

@@ -10,7 +10,7 @@ from __future__ import annotations
 DOCUMENTATION = r"""
 module: ascend_discover
 short_description: Read everything the collection reads of an Ascend node, with what its parsers did not understand
-version_added: 0.1.0
+version_added: 0.8.0
 description:
   - Runs the read commands the collection's modules run - C(npu-smi info), C(npu-smi info -m), C(hccn_tool -i N -ip -g)
     for each NPU NIC (the chips' logic ids), C(docker images) and C(podman images) - and reads the files they read -

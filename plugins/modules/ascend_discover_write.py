@@ -10,7 +10,7 @@ from __future__ import annotations
 DOCUMENTATION = r"""
 module: ascend_discover_write
 short_description: Write a node's discovery on the controller - its host_vars, a suggested layout and an archive
-version_added: 0.1.0
+version_added: 0.8.0
 description:
   - Takes what M(kunpeng_ascend.vllm.ascend_discover) read of a node and writes, under O(dest),
     C(host_vars/<host>.yml) and C(<host>-discovery.tar.gz). Run it on the controller (delegated to C(localhost)), as

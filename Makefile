@@ -31,14 +31,14 @@ export KAV_QUANT_WHEELHOUSE := $(KAV_CACHE)/wheelhouse/quant-msmodelslim-26.1.0
 # Debian 12's promtool (tools/fetch-promtool.sh), for the tests of role monitoring's rules and configuration.
 export KAV_PROMTOOL := $(KAV_CACHE)/promtool/promtool
 
-.PHONY: help demo demo-clean test test-fast host venv images python-images vllm-assets serving-image promtool link lint sanity units targets build ee molecule bench bench-serving bench-fleet role-docs clean
+.PHONY: help demo demo-clean test test-fast host venv images python-images vllm-assets serving-image promtool link lint sanity units targets build ee molecule bench bench-serving bench-fleet bench-plan role-docs clean
 
 help:
 	@echo "make demo       two simulated Ascend nodes (arm64, x86_64), playbooks/site.yml on both, a real vLLM completion at the end"
 	@echo "make test       everything CI runs: host set-up check, lint, sanity, unit tests, collection build, Molecule"
 	@echo "make test-fast  the edit-test loop: lint, sanity, unit tests, collection build (no containers)"
 	@echo "make ee         the execution environment: build it (ansible-builder, podman) and run the health playbook inside it"
-	@echo "make units | targets | lint | sanity | build | ee | molecule [SCENARIO=name] | bench | bench-serving | bench-fleet | role-docs | demo-clean | clean"
+	@echo "make units | targets | lint | sanity | build | ee | molecule [SCENARIO=name] | bench | bench-serving | bench-fleet | bench-plan | role-docs | demo-clean | clean"
 	@echo "make promtool   Debian 12's promtool in the asset cache, for the monitoring tests"
 	@echo "make vllm-assets  the wheelhouse of vLLM's CPU build, a venv from it and the tiny test models (cached)"
 
@@ -129,6 +129,11 @@ bench-fleet: venv images link
 
 bench-serving: venv vllm-assets link
 	tests/benchmarks/serving_vs_hand.sh
+
+# playbooks/plan.yml on 1, 10 and 100 simulated nodes (local connection, no container): wall time and CPU seconds,
+# the controller's apart from the modules' (about 10 minutes on 2 CPUs; PLAN_BENCH_FORKS sets the forks).
+bench-plan: venv link
+	python tests/benchmarks/plan_fleet.py
 
 clean: demo-clean
 	rm -rf .cache tests/output kunpeng_ascend-vllm-*.tar.gz

@@ -120,7 +120,7 @@ say "Giving it simulated Ascend 910B NPUs and the Ascend packages in /root/ascen
 echo "Ansible runs as: $mode. $note"
 run_playbook node "simulated NPUs and packages" molecule/shared/node.yml
 
-say "Running playbooks/site.yml: OS tuning, NPU driver + firmware, CANN, the NPU health report, then the vLLM service"
+say "Running playbooks/site.yml: the fleet plan, OS tuning, NPU driver + firmware, host CANN where native mode needs it, the NPU health report, then the vLLM service"
 run_playbook site-1 "site.yml, first run" playbooks/site.yml
 
 say "Running playbooks/site.yml again on the converged node: nothing left to change"

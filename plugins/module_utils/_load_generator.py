@@ -99,12 +99,12 @@ class ProcessReader:
 
     def table(self):
         """``{pid: (ppid, cpu seconds)}`` of every process /proc shows (CPU: user + system, with reaped children)."""
-        return dict((pid, (stat['ppid'], stat['cpu_ticks'] / self.ticks)) for pid, stat in self.reader.table().items())
+        return dict((pid, (entry['ppid'], entry['cpu_ticks'] / self.ticks)) for pid, entry in self.reader.table().items())
 
     def find_child(self, argv):
         """The PID of ``pid``'s child running ``argv`` (behind the runner's time limit), or None."""
-        for pid, stat in self.reader.table().items():
-            if stat['ppid'] == self.pid and self.reader.cmdline(pid)[-len(argv):] == argv:
+        for pid, entry in self.reader.table().items():
+            if entry['ppid'] == self.pid and self.reader.cmdline(pid)[-len(argv):] == argv:
                 return pid
         return None
 

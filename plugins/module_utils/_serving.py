@@ -114,7 +114,7 @@ INPUT_KEYS = (
 # exactly these, and a test that the plan reads no other.
 FACTS_KEYS = (
     'npu_count', 'npu_devices', 'chips', 'npu_smi_found', 'npu_smi_complete', 'npu_smi_incomplete_reason',
-    'existing_paths', 'engine_paths', 'ascend_runtime', 'container_engine', 'systemd_version', 'account', 'uid_min',
+    'existing_paths', 'engine_paths', 'engine_missing_ok', 'ascend_runtime', 'container_engine', 'systemd_version', 'account', 'uid_min',
     'key_file', 'model_format', 'model_config', 'model_weights', 'driver_version', 'target_driver_version',
 )
 
@@ -1191,6 +1191,13 @@ def serving_plan(inputs, facts):
         if not inputs.get('container_engine') and facts.get('container_engine') == 'containerd':
             problems.append('role container_runtime installed containerd, which has no CLI this role runs containers '
                             'with: set vllm_service_container_engine to an installed docker or podman')
+        elif not engine_path and facts.get('engine_missing_ok'):
+            # A plan before any change (check mode, entry point plan): role container_runtime installs the engine
+            # first in site.yml, at the path its package gives it; the real run checks it is there.
+            engine_path = '/usr/bin/%s' % engine
+            plan['assumed'].append('the container engine %s is not installed yet: taken as %s, which role '
+                                   'kunpeng_ascend.vllm.container_runtime installs before this service '
+                                   '(playbooks/site.yml)' % (engine, engine_path))
         elif not engine_path:
             problems.append('%s (vllm_service_container_engine) is not installed: run role '
                             'kunpeng_ascend.vllm.container_runtime first, or set vllm_service_mode native' % engine)

@@ -570,9 +570,9 @@ def test_a_fact_missing_from_the_public_table_is_named():
 
 
 def test_a_role_a_playbook_runs_missing_from_roles_readme_is_named():
-    text = _drop(read('roles/README.md'), '| `playbooks/multinode.yml` | `npu_network`, then ', '| `playbooks/multinode.yml` | ')
+    text = _drop(read('roles/README.md'), '| `playbooks/quantize.yml` | `model_quantize` |', '| `playbooks/quantize.yml` | none |')
     assert check_roles_readme(text) == [
-        'roles/README.md playbook table: the row of playbooks/multinode.yml lacks role npu_network, which it runs']
+        'roles/README.md playbook table: the row of playbooks/quantize.yml lacks role model_quantize, which it runs']
 
 
 def test_stale_names_in_any_table_are_named():

@@ -351,3 +351,16 @@ def test_a_host_whose_npu_smi_answered_assumes_nothing():
     assert result['driver'] == {'version': '25.5.0', 'source': 'installed', 'check': True}
     # A real host without the driver's version file: checked (and refused by the role) as before.
     assert plan(a2_facts())['driver'] == {'version': None, 'source': None, 'check': True}
+
+
+def test_a_plan_before_any_change_takes_a_missing_engine_as_the_one_container_runtime_installs():
+    facts = a2_facts()
+    facts['engine_paths'] = {}
+    refused = _serving.serving_plan(inputs(), facts)
+    assert refused['problems'] == ['docker (vllm_service_container_engine) is not installed: run role '
+                                   'kunpeng_ascend.vllm.container_runtime first, or set vllm_service_mode native']
+    planned = _serving.serving_plan(inputs(), dict(facts, engine_missing_ok=True))
+    assert planned['problems'] == [] and planned['command'][0] == '/usr/bin/docker'
+    assert planned['assumed'][-1] == ('the container engine docker is not installed yet: taken as /usr/bin/docker, which '
+                                      'role kunpeng_ascend.vllm.container_runtime installs before this service '
+                                      '(playbooks/site.yml)')

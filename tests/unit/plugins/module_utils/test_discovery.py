@@ -332,7 +332,7 @@ def test_deepseek_r1_w8a8_does_not_fit_one_a2_and_the_sizing_says_what_would():
     configs = require_shared('model-configs')
     model = resolve_model('deepseek-r1-w8a8', None, configs)
     assert (os.path.basename(model['path']), model['quantization']) == ('DeepSeek-R1__config.json', 'ascend')
-    chips = [{'name': '910B3', 'hbm_total_mb': 65536, 'memory_total_mb': 0} for _ in range(8)]
+    chips = [{'name': '910B3', 'hbm_total_mb': 65536, 'memory_total_mb': 0}] * 8
     layout = suggest_layout(model, chips, max_model_len=16384)
     assert (layout['verdict'], layout['tensor_parallel_size']) == ('refused', None)
     assert 'two A2 nodes' in layout['suggestion'] and 'one A3' in layout['suggestion']

@@ -86,6 +86,7 @@ GOOD = {
         'vllm_service_tls_ca': 'files/bank-ca.crt',
         'vllm_service_tls_server_name': 'node1.bank.internal',
         'vllm_service_npu_smi_path': '/usr/local/sbin/npu-smi',
+        'vllm_service_target_driver_version': '26.2.RC1',
     },
     'npu_network': {'npu_network_cidr': '10.20.0.0/16'},
     'vllm_cluster': {

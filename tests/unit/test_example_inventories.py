@@ -478,8 +478,9 @@ def test_the_example_is_planned_without_a_problem(plans, label):
 def test_a_refused_example_fails_here(plans):
     assert plans['refused: too wide'] == [
         'On node%d: vllm_service_tensor_parallel_size (16) x vllm_service_data_parallel_size (1) = 16 NPUs, but the '
-        'service has 8 (vllm_service_npus [0, 1, 2, 3, 4, 5, 6, 7]): lower a parallel size or give it more NPUs. '
-        'Nothing was changed.' % len(example_nodes())]
+        'service has 8 (vllm_service_npus [0, 1, 2, 3, 4, 5, 6, 7]): this node has 8 NPUs: lower a parallel size, or, '
+        'to spread one model over several nodes, put them in group vllm_clusters and run playbooks/multinode.yml '
+        '(docs/multinode.md). Nothing was changed.' % len(example_nodes())]
     old_driver = plans['refused: old driver']
     assert isinstance(old_driver, list) and len(old_driver) == 1 and 'does not fit NPU driver 25.5.0' in old_driver[0], old_driver
 

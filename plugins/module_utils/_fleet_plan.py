@@ -40,7 +40,7 @@ import json
 import math
 import re
 
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._compatibility import check_combination
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._compatibility import ROWS, check_combination
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._deployment import parse_record, record_of
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._stack_upgrade import upgrade_steps
 
@@ -249,17 +249,20 @@ def _failure(observed):
     return {'task': str(failure.get('task') or ''), 'message': message or 'the task failed without a message'}
 
 
-def _row(release):
+def _row(release, rows=ROWS):
+    """The compatibility row of ``release`` among ``rows`` (the built-in ones with the site's, ascend_compat_site_rows),
+    with its ``source`` (``site`` for a site's row); None when none."""
     if not release:
         return None
     try:
-        result = check_combination(vllm_ascend=release)
+        result = check_combination(vllm_ascend=release, rows=rows)
     except (ValueError, TypeError, KeyError):
         return None
     row = result.get('row')
     if not row:
         return None
-    return dict((key, row.get(key)) for key in ('vllm_ascend', 'vllm', 'cann', 'driver_minimum', 'image', 'status'))
+    return dict((key, row.get(key)) for key in ('vllm_ascend', 'vllm', 'cann', 'driver_minimum', 'image', 'status',
+                                                'source'))
 
 
 def _sizing(plan):
@@ -410,7 +413,7 @@ def _member(observed):
     return bool(cluster.get('nodes')) and cluster.get('member', True) not in (False, 'False', 'false')
 
 
-def node_entry(observed, members=None):
+def node_entry(observed, members=None, rows=ROWS):
     """The fleet plan's entry of one node from what plan.yml observed there (``observed``: ``host``, ``failure``,
     ``plan`` - vllm_service_plan -, ``model``, ``ascend`` - ansible_facts['ascend'] -, ``targets``, ``roles``,
     ``install_cann``, ``reboot_ok``, ``image_archive``, ``record`` and ``image`` - the registered reads -, and for a node
@@ -460,7 +463,7 @@ def node_entry(observed, members=None):
         'rank': rank,
         'mode': (plan or {}).get('mode'),
         'release': release,
-        'row': _row(release),
+        'row': _row(release, rows),
         'npus': _npus(plan, ascend),
         'layout': _layout(plan, cluster, members or [observed]),
         'sizing': _sizing(plan),
@@ -534,10 +537,11 @@ def _why(entry):
     return ('%s: %s' % (where, failure.get('message')) if where else failure.get('message')) or 'its plan failed'
 
 
-def build(observations, hosts=None, max_failed=0, generated=None, playbook=None):
+def build(observations, hosts=None, max_failed=0, generated=None, playbook=None, rows=ROWS):
     """The fleet plan from what plan.yml observed on each node (``observations``, node_entry's input; ``hosts``: every
     host of the run - one without an observation was lost: unreachable, or failed outside the checks), under the
-    failure budget ``max_failed`` (plan_max_failed). ValueError naming plan_max_failed for a budget that is none."""
+    failure budget ``max_failed`` (plan_max_failed), the release's row looked up in ``rows`` (the built-in rows with the
+    site's). ValueError naming plan_max_failed for a budget that is none."""
     budget = parse_budget(max_failed)
     observed = dict((item.get('host'), item) for item in observations if isinstance(item, dict) and item.get('host'))
     order = list(hosts or []) + [host for host in observed if host not in (hosts or [])]
@@ -554,7 +558,7 @@ def build(observations, hosts=None, max_failed=0, generated=None, playbook=None)
         members = None
         if _member(observed[host]):
             members = [observed.get(member, {'host': member}) for member in observed[host]['cluster']['nodes']]
-        entries.append(node_entry(observed[host], members))
+        entries.append(node_entry(observed[host], members, rows))
     by_host = dict((entry['host'], entry) for entry in entries)
     for head, nodes in groups.items():
         broken = [node for node in nodes if node not in by_host or by_host[node]['status'] != 'planned']
@@ -637,8 +641,8 @@ def release_text(entry):
     row = entry.get('row')
     if not row:
         return 'vllm-ascend %s (no row of the compatibility set)' % entry['release']
-    return 'vllm-ascend %s (CANN %s, driver >= %s)' % (entry['release'], row.get('cann') or '?',
-                                                       row.get('driver_minimum') or '?')
+    return 'vllm-ascend %s (%sCANN %s, driver >= %s)' % (entry['release'], 'site row: ' if row.get('source') == 'site' else '',
+                                                         row.get('cann') or '?', row.get('driver_minimum') or '?')
 
 
 def npus_text(entry):

@@ -74,6 +74,13 @@ options:
     description:
       - The playbook the plan ran for (recorded in the plan).
     type: str
+  compat_site_rows:
+    description:
+      - The site's compatibility rows (the inventory variable C(ascend_compat_site_rows)), checked like the built-in
+        ones; a release's row found among them is shown as a site row.
+    type: list
+    elements: dict
+    default: []
 requirements:
   - The Python package jmespath on the controller, for O(query) only.
 """
@@ -129,6 +136,7 @@ from ansible.module_utils.common.text.converters import to_bytes
 
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils import _fleet_plan
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._atomic_write import write_atomically
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._compatibility import with_site_rows
 
 
 def _current(path):
@@ -148,14 +156,16 @@ def main():
             dest=dict(type='path', required=True),
             query=dict(type='str'),
             playbook=dict(type='str'),
+            compat_site_rows=dict(type='list', elements='dict', default=[]),
         ),
         supports_check_mode=True,
     )
     params = module.params
     generated = datetime.datetime.now(datetime.timezone.utc).strftime('%Y-%m-%dT%H:%M:%SZ')
     try:
+        rows = with_site_rows(params['compat_site_rows'])
         record, stops = _fleet_plan.build(params['observations'], params['hosts'], params['max_failed'], generated,
-                                          params['playbook'])
+                                          params['playbook'], rows)
     except ValueError as error:
         module.fail_json(msg=str(error))
     files = {'json': (os.path.join(params['dest'], _fleet_plan.JSON_NAME), _fleet_plan.dumps(record)),

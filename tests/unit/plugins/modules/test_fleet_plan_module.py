@@ -92,3 +92,24 @@ def test_a_folder_that_cannot_be_written_names_plan_output_dir(tmp_path):
     (tmp_path / 'plan').write_text('a file, not a folder')
     result = run(tmp_path, FailJson)
     assert result['msg'].startswith('cannot write the fleet plan %s (plan_output_dir): ' % (tmp_path / 'plan' / 'fleet-plan.json'))
+
+
+SITE_ROW = {'vllm_ascend': '0.31.0', 'vllm': '0.31.0', 'cann': '9.2.1', 'driver': '26.2.RC1'}
+
+
+def test_a_site_row_is_the_release_s_row_and_shown_as_one(tmp_path):
+    site = dict(GOOD, host='site', plan=dict(PLAN, mode='container', release='0.31.0', has_npus=True,
+                                             npu_ids=list(range(8)), cards=list(range(8))))
+    result = run(tmp_path, observations=[site], hosts=['site'], compat_site_rows=[SITE_ROW])
+    record, problems = _fleet_plan.read(read(tmp_path, 'fleet-plan.json'))
+    assert problems == [] and record['nodes'][0]['row']['source'] == 'site'
+    assert record['nodes'][0]['row']['cann'] == '9.2.1'
+    assert result['lines'][0].startswith('site: vllm-ascend 0.31.0 (site row: CANN 9.2.1, driver >= 26.2.RC1)')
+    # Without it, 0.31.0 has no row.
+    result = run(tmp_path, observations=[site], hosts=['site'])
+    assert result['lines'][0].startswith('site: vllm-ascend 0.31.0 (no row of the compatibility set)')
+
+
+def test_a_malformed_site_row_names_the_inventory_variable(tmp_path):
+    result = run(tmp_path, FailJson, compat_site_rows=[{'vllm_ascend': '0.31.0'}])
+    assert result['msg'].startswith('ascend_compat_site_rows[0].')

@@ -82,14 +82,15 @@ mkdir -p "$(dirname "$w8a8")"
 tmp=$(mktemp -d "$w8a8.partial.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 mkdir "$tmp/out" "$tmp/scratch"
-# The argv and the calibration file exactly as module model_quantize makes them (its pure module_utils code).
-"$venv/bin/python" - "$quantize_py" "$venv/bin/python" "$runner" "$source_model" "$tmp/out" "$calibration" \
+# The argv and the calibration file exactly as module model_quantize makes them (its pure module_utils code, which
+# imports the collection's other module_utils: the checkout is put on the import path as the collection).
+mkdir -p "$tmp/pylib/ansible_collections/kunpeng_ascend"
+ln -s "$repo" "$tmp/pylib/ansible_collections/kunpeng_ascend/vllm"
+PYTHONPATH="$tmp/pylib" "$venv/bin/python" - "$venv/bin/python" "$runner" "$source_model" "$tmp/out" "$calibration" \
   "$tmp/scratch/calibration.jsonl" >"$tmp/scratch/argv" <<'PY'
-import importlib.util, json, sys
-spec = importlib.util.spec_from_file_location('_quantize', sys.argv[1])
-q = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(q)
-python, runner, source, out, calibration, written = sys.argv[2:8]
+import sys
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils import _quantize as q
+python, runner, source, out, calibration, written = sys.argv[1:7]
 with open(calibration, encoding='utf-8') as stream:
     texts = q.parse_calibration(stream.read(), calibration)
 with open(written, 'w', encoding='utf-8') as stream:

@@ -15,13 +15,14 @@ from ansible.errors import AnsibleFilterError
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils import _fleet_plan
 
 
-def fleet_plan_checks(plan, roles, stage, install_cann=None, monitoring=False, cluster=False, npu_network=True):
+def fleet_plan_checks(plan, roles, stage, install_cann=None, monitoring=False, cluster=False, npu_network=True,
+                      state='started'):
     """The roles of ``roles`` (plan_roles) whose input checks run on a node ``before`` its serving plan or ``after``
     it, as its plan ``plan`` (vllm_service_plan; null before the plan) decides."""
     if plan is not None and not isinstance(plan, dict):
         raise AnsibleFilterError('fleet_plan_checks: the input must be the serving plan (vllm_service_plan) or null')
     try:
-        return _fleet_plan.input_checks(roles, stage, plan, install_cann, monitoring, cluster, npu_network)
+        return _fleet_plan.input_checks(roles, stage, plan, install_cann, monitoring, cluster, npu_network, state)
     except ValueError as error:
         raise AnsibleFilterError('fleet_plan_checks: %s' % error)
 

@@ -65,9 +65,13 @@ def vllm_service_tls_paths(name):
     return tls_paths(name)
 
 
-def systemd_env_file(values):
+def systemd_env_file(values, numbers=False):
     """The lines of an environment file (``EnvironmentFile=``) that give a service ``values`` (name -> value), each
-    value written so that every systemd reads it back as it is (module_utils/_systemd.py)."""
+    value written so that every systemd reads it back as it is (module_utils/_systemd.py); with ``numbers``, an
+    integer or float value is written as its decimal text (an inventory's HCCL_BUFFSIZE of 200), a boolean never."""
+    if numbers and isinstance(values, dict):
+        values = dict((name, str(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else value)
+                      for name, value in values.items())
     try:
         return env_file_text(values)
     except ValueError as error:

@@ -67,6 +67,8 @@ def stack_rollback_plan(target, installed, found=None, where=()):
     except ValueError as error:
         raise AnsibleFilterError('stack_rollback_plan: %s' % error)
     result['message'] = missing_message(result['missing'], list(where or ()), result['unknown'])
+    # What is not known alone, for a check before the drain that the missing files cannot be yet.
+    result['unknown_message'] = '; '.join(item['message'] for item in result['unknown'])
     return result
 
 

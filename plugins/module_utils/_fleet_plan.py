@@ -211,18 +211,22 @@ def host_needs(plan, install_cann=None):
             else 'native mode' if mode == 'native' else 'no serving plan'}
 
 
-def input_checks(roles, stage, plan=None, install_cann=None, monitoring=False, cluster=False, npu_network=True):
+def input_checks(roles, stage, plan=None, install_cann=None, monitoring=False, cluster=False, npu_network=True,
+                 state='started'):
     """The roles of ``roles`` (plan_roles) whose input checks (``tasks_from: validate``) run on a node at ``stage``:
     ``before`` the serving plan - os_tuning, npu_driver, and npu_network on a node of a multi-node group (unless
     ``npu_network`` is false: multinode_npu_network) - or ``after`` it, as its plan ``plan`` decides (host_needs) -
     cann, container_runtime, and monitoring on a single node when ``monitoring`` (monitoring_enabled). ``all``: both.
-    ValueError for an unknown role or stage, naming plan_roles."""
+    A multi-node group taken down (``state`` stopped: vllm_cluster_state) needs neither its NPU network nor the engine.
+    ValueError for an unknown role or stage, naming plan_roles, or an unknown state, naming vllm_cluster_state."""
     unknown = [role for role in roles or () if role not in ROLES]
     if unknown or isinstance(roles, str):
         raise ValueError('plan_roles must be a list of the roles %s; got %s' % (', '.join(ROLES), json.dumps(roles)))
     if stage not in ('before', 'after', 'all'):
         raise ValueError('stage must be before, after or all, not %r' % (stage,))
     cluster = boolean(cluster, 'plan_as_cluster', False)
+    if state not in ('started', 'stopped'):
+        raise ValueError('vllm_cluster_state must be started or stopped; got %s' % json.dumps(state))
     wanted = set()
     if stage in ('before', 'all'):
         wanted |= {'os_tuning', 'npu_driver'}
@@ -234,14 +238,20 @@ def input_checks(roles, stage, plan=None, install_cann=None, monitoring=False, c
                                              ('monitoring', not cluster and boolean(monitoring, 'monitoring_enabled',
                                                                                     False)))
                    if needed}
+    if cluster and state == 'stopped':
+        wanted -= {'npu_network', 'container_runtime'}
     return [role for role in ROLES if role in wanted and role in roles]
 
 
 def _failure(observed):
+    """The task and message of a node's failure: ``failure`` holds the failed task's ``task``, ``message`` and either
+    ``messages`` or the loop's ``results`` (the messages of its failed items are taken from those)."""
     failure = observed.get('failure')
     if not isinstance(failure, dict):
         return None
     messages = [str(message) for message in failure.get('messages') or () if message]
+    messages += [str(item.get('msg')) for item in failure.get('results') or ()
+                 if isinstance(item, dict) and item.get('failed') and item.get('msg')]
     message = str(failure.get('message') or '').strip()
     # A loop's assert says "One or more items failed"; its items say what.
     if messages and (not message or message.lower().startswith('one or more items failed')):

@@ -490,3 +490,19 @@ def test_a_query_without_jmespath_says_what_to_install(monkeypatch):
     monkeypatch.setattr(builtins, '__import__', no_jmespath)
     with pytest.raises(_fleet_plan.QueryError, match='^plan_query needs the Python package jmespath on the controller'):
         _fleet_plan.run_query({}, 'nodes')
+
+
+def test_a_group_taken_down_needs_neither_its_npu_network_nor_the_engine():
+    roles = ['npu_network', 'container_runtime']
+    plan = {'mode': 'container'}
+    assert _fleet_plan.input_checks(roles, 'all', plan, cluster=True) == ['npu_network', 'container_runtime']
+    assert _fleet_plan.input_checks(roles, 'all', plan, cluster=True, state='stopped') == []
+    with pytest.raises(ValueError, match='^vllm_cluster_state must be started or stopped; got "gone"'):
+        _fleet_plan.input_checks(roles, 'all', plan, cluster=True, state='gone')
+
+
+def test_the_failed_items_of_a_loop_say_why_a_node_failed():
+    observed = {'failure': {'task': 'Check the numbers', 'message': 'One or more items failed',
+                            'results': [{'failed': False, 'msg': 'ok'}, {'failed': True, 'msg': 'vllm_cluster_rpc_port must be a port'},
+                                        'not a result']}}
+    assert _fleet_plan._failure(observed) == {'task': 'Check the numbers', 'message': 'vllm_cluster_rpc_port must be a port'}

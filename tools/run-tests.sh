@@ -32,18 +32,24 @@ stage_units() {
 # them have was removed). On each: ansible-test's own compile check of every module, module_utils and simulator file,
 # then the unit tests of the modules and module_utils, with ansible-core's module_utils mounted as Ansible ships them to
 # a host. The plugins that run only on the controller (Python 3.11 or newer, as ansible-core 2.19 needs) are left out:
-# the network plan (a filter, netaddr) and the benchmark report (delegated to localhost, matplotlib).
+# the network plan (a filter, netaddr), the benchmark report (delegated to localhost, matplotlib) and the fleet plan
+# (delegated to localhost; its tests read the role's defaults with PyYAML).
 controller_only=(plugins/module_utils/_network_plan.py plugins/module_utils/_benchmark_report.py
   plugins/modules/benchmark_report.py tests/unit/plugins/module_utils/test_network_plan.py
-  tests/unit/plugins/module_utils/test_benchmark_report_utils.py tests/unit/plugins/modules/test_benchmark_report.py)
+  tests/unit/plugins/module_utils/test_benchmark_report_utils.py tests/unit/plugins/modules/test_benchmark_report.py
+  plugins/module_utils/_fleet_plan.py plugins/modules/fleet_plan.py tests/unit/plugins/module_utils/test_fleet_plan.py
+  tests/unit/plugins/modules/test_fleet_plan_module.py)
 stage_targets() {
   local site image ignore=() file
   site=$(python -c 'import ansible, os; print(os.path.dirname(ansible.__file__))')
   for file in "${controller_only[@]}"; do ignore+=(--ignore "$file"); done
+  # The shared reference data the tests read (tests/shared_data.py), read-only in the containers too.
+  local shared=${KAV_SHARED_DIR:-$(dirname "$repo")/shared} shared_mount=()
+  [ -d "$shared" ] && shared_mount=(-v "$shared:$shared:ro" -e "KAV_SHARED_DIR=$shared")
   for image in localhost/python39-ci:bullseye localhost/python313-ci:trixie; do
     podman image exists "$image" || { echo "run-tests: $image is missing: run make images" >&2; return 1; }
     echo "--- $(podman run --rm "$image" python3 --version)"
-    local -a run=(podman run --rm --network none -e CI=true -e PYTHONDONTWRITEBYTECODE=1
+    local -a run=(podman run --rm --network none -e CI=true -e PYTHONDONTWRITEBYTECODE=1 "${shared_mount[@]}"
       -e "PYTHONPATH=/opt/ansible-target:$repo/.cache" -v "$repo:$repo:ro"
       -v "$site/module_utils:/opt/ansible-target/ansible/module_utils:ro"
       -v "$site/../ansible_test/_util/target/sanity/compile:/opt/compile:ro" -w "$repo" "$image")

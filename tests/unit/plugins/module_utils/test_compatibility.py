@@ -12,7 +12,6 @@ from __future__ import annotations
 import datetime
 
 import pytest
-import yaml
 
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils import _compatibility, _compatibility_rows
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._compatibility import (
@@ -575,6 +574,7 @@ def test_both_spellings_of_the_950dt_images_are_variants_with_their_sources():
 # --- a site's rows from upstream's table ---------------------------------------------------------------------
 
 def test_the_rows_of_a_newer_table_are_printed_as_the_site_variable_and_read_back():
+    yaml = pytest.importorskip('yaml', reason='PyYAML is the controller\'s: the hosts\' Pythons need not have it')
     result = policy_site_rows(MIRROR, 'vLLM-HUST/vllm-ascend-hust at 4edb35a0d2078a3f84d7e9312f536a4b6d8a6b53')
     assert (result['rows'], result['problems']) == ([], [])
     assert result['unchanged'] == ['0.23.0.post1', '0.23.0', '0.18.0', '0.13.0', '0.11.0', '0.9.1', '0.7.3.post1',

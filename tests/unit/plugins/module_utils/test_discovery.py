@@ -18,7 +18,6 @@ import os
 import tarfile
 
 import pytest
-import yaml
 
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils import _discovery
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._ascend_files import RootFS
@@ -244,6 +243,7 @@ def discovered(tmp_path):
 
 
 def test_the_host_vars_hold_the_role_variables_and_the_other_facts_under_discovered(tmp_path):
+    yaml = pytest.importorskip('yaml', reason='PyYAML is the controller\'s: the hosts\' Pythons need not have it')
     text = host_vars_text('node1', discovered(tmp_path))
     values = yaml.safe_load(text)
     assert values['npu_driver_expected_chips'] == 8
@@ -256,6 +256,7 @@ def test_the_host_vars_hold_the_role_variables_and_the_other_facts_under_discove
 
 
 def test_nic_ids_that_are_not_0_to_n_are_the_npu_network_devices(tmp_path):
+    yaml = pytest.importorskip('yaml', reason='PyYAML is the controller\'s: the hosts\' Pythons need not have it')
     discovery = discovered(tmp_path)
     discovery['facts']['nics'] = [dict(nic, id=nic['id'] + 4) for nic in discovery['facts']['nics'][:2]]
     assert yaml.safe_load(host_vars_text('node1', discovery))['npu_network_devices'] == [4, 5]

@@ -24,10 +24,10 @@ import sys
 import pytest
 import yaml
 
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils import _monitoring
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.operations import _monitoring
 from ansible_collections.kunpeng_ascend.vllm.tests import conftest
 from ansible_collections.kunpeng_ascend.vllm.tests.helpers import HANG_SECONDS, SIMULATOR, ansible_debug
-from ansible_collections.kunpeng_ascend.vllm.tests.unit.plugins.module_utils.test_npu_metrics import parse_exposition
+from ansible_collections.kunpeng_ascend.vllm.tests.unit.plugins.module_utils.ascend.test__npu_metrics import parse_exposition
 from ansible_collections.kunpeng_ascend.vllm.tests.unit.roles import role_harness
 from ansible_collections.kunpeng_ascend.vllm.tests.unit.roles.role_harness import REPO
 
@@ -197,16 +197,18 @@ def test_promtool_checks_the_rendered_configuration(promtool, tmp_path):
 # ------------------------------------------------------------------------------------ the exporter on the node
 
 def imports_of(name):
-    """The module_utils a module_utils file imports, and the other top-level packages it imports."""
+    """The module_utils a module_utils file imports (as layer/_name.py), and the other top-level packages it imports."""
     with open(os.path.join(MODULE_UTILS, name), encoding='utf-8') as handle:
         tree = ast.parse(handle.read())
     ours, others = set(), set()
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom) and node.module:
-            if node.module == PACKAGE:
-                ours.update(alias.name + '.py' for alias in node.names)
-            elif node.module.startswith(PACKAGE + '.'):
-                ours.add(node.module.rsplit('.', 1)[1] + '.py')
+            if node.module.startswith(PACKAGE + '.'):
+                parts = node.module[len(PACKAGE) + 1:].split('.')
+                if len(parts) == 1:
+                    ours.update('%s/%s.py' % (parts[0], alias.name) for alias in node.names)
+                else:
+                    ours.add('%s/%s.py' % (parts[0], parts[1]))
             elif node.module != '__future__':
                 others.add(node.module.split('.')[0])
         elif isinstance(node, ast.Import):
@@ -215,7 +217,7 @@ def imports_of(name):
 
 
 def test_the_role_copies_exactly_what_the_exporter_imports_and_none_imports_ansible():
-    closure, pending, foreign = set(), ['_textfile_exporter.py'], set()
+    closure, pending, foreign = set(), ['operations/_textfile_exporter.py'], set()
     while pending:
         name = pending.pop()
         if name not in closure:
@@ -223,6 +225,7 @@ def test_the_role_copies_exactly_what_the_exporter_imports_and_none_imports_ansi
             ours, others = imports_of(name)
             pending.extend(ours)
             foreign.update(others)
+    closure |= set(os.path.dirname(name) + '/__init__.py' for name in closure)
     assert sorted(role_vars()['__monitoring_module_utils']) == sorted(closure)
     assert 'ansible' not in foreign and 'ansible_collections' not in foreign
     assert foreign <= set(sys.stdlib_module_names), foreign - set(sys.stdlib_module_names)
@@ -233,8 +236,8 @@ def lay_out_node(tmp_path):
     stand-ins for systemctl and journalctl that answer like systemd 252."""
     lib = tmp_path / 'lib'
     target = lib / role_vars()['__monitoring_module_utils_dir']
-    target.mkdir(parents=True)
     for name in role_vars()['__monitoring_module_utils']:
+        (target / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(os.path.join(MODULE_UTILS, name), str(target / name))
     shutil.copy(os.path.join(ROLE, 'files', 'kunpeng-ascend-vllm-exporter.py'), str(lib))
     bin_dir = tmp_path / 'bin'

@@ -6,7 +6,7 @@
 
 """A data-parallel group's recovery as the hosts run it: vllm_service's tcp-port-wait (the other ranks' wait for the
 head's RPC port) run for real against a port of this machine, and vllm_cluster's vllm-group-watch shipped with every
-module it imports. Their decisions are tested in tests/unit/plugins/module_utils/test_group_watch.py; the whole
+module it imports. Their decisions are tested in tests/unit/plugins/module_utils/serving/test__group_watch.py; the whole
 recovery runs in scenario multinode_vllm."""
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ def role_var(role, name):
 
 
 def test_every_module_the_watch_imports_is_shipped():
-    shipped = set(name[:-len('.py')] for name in role_var(CLUSTER, '__vllm_cluster_watch_libs'))
+    shipped = set(role_var(CLUSTER, '__vllm_cluster_watch_libs'))
     assert modules_needed(os.path.join(CLUSTER, 'files', 'vllm-group-watch')) == shipped
 
 
@@ -42,8 +42,8 @@ def test_every_module_the_watch_imports_is_shipped():
 def wait_fixture(tmp_path):
     """tcp-port-wait laid out as the role installs it, run with nothing of this checkout on its path."""
     lib = tmp_path / 'lib' / 'ansible_collections' / 'kunpeng_ascend' / 'vllm' / 'plugins' / 'module_utils'
-    lib.mkdir(parents=True)
     for name in role_var(SERVICE, '__vllm_service_npu_wait_libs'):
+        (lib / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(os.path.join(MODULE_UTILS, name), str(lib / name))
     shutil.copy(os.path.join(SERVICE, 'files', 'tcp-port-wait'), str(tmp_path / 'tcp-port-wait'))
 

@@ -7,7 +7,7 @@
 """Role vllm_service's wait before each start (files/npu-free-wait), run for real as the unit runs it: laid out as the
 role installs it (the program, and under lib/ the module_utils of vars/main.yml's __vllm_service_npu_wait_libs), with
 the simulator's npu-smi (tests/simulator/ascend-sim) on PATH. Its decisions are tested in
-tests/unit/plugins/module_utils/test_npu_wait.py; here: the files it needs are all shipped, and the program's exit
+tests/unit/plugins/module_utils/ascend/test__npu_wait.py; here: the files it needs are all shipped, and the program's exit
 codes and journal lines."""
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from ansible_collections.kunpeng_ascend.vllm.tests.helpers import HANG_SECONDS, 
 COLLECTION = os.path.dirname(TESTS)
 ROLE = os.path.join(COLLECTION, 'roles', 'vllm_service')
 MODULE_UTILS = os.path.join(COLLECTION, 'plugins', 'module_utils')
-IMPORT = re.compile(r'^from ansible_collections\.kunpeng_ascend\.vllm\.plugins\.module_utils(?:\.(_\w+)| import (_\w+))',
+IMPORT = re.compile(r'^from ansible_collections\.kunpeng_ascend\.vllm\.plugins\.module_utils\.(\w+)(?:\.(_\w+)| import (_\w+))',
                     re.M)
 
 
@@ -37,23 +37,24 @@ def shipped_libs():
 
 def imports_of(path):
     with open(path, encoding='utf-8') as handle:
-        return set(a or b for a, b in IMPORT.findall(handle.read()))
+        return set('%s/%s.py' % (layer, a or b) for layer, a, b in IMPORT.findall(handle.read()))
 
 
 def modules_needed(*programs):
-    """The collection's module_utils the ``programs`` import, directly or through each other."""
+    """The collection's module_utils the ``programs`` import, directly or through each other (as layer/_name.py), and
+    their layers' __init__.py."""
     needed = set()
     todo = list(programs)
     while todo:
         for name in imports_of(todo.pop()) - needed:
             needed.add(name)
-            todo.append(os.path.join(MODULE_UTILS, name + '.py'))
-    return needed
+            todo.append(os.path.join(MODULE_UTILS, name))
+    return needed | set(os.path.dirname(name) + '/__init__.py' for name in needed)
 
 
 def test_every_module_the_programs_import_is_shipped():
     # The waits before each start (npu-free-wait, tcp-port-wait) share one lib/: exactly what they import.
-    shipped = set(name[:-len('.py')] for name in shipped_libs())
+    shipped = set(shipped_libs())
     assert modules_needed(os.path.join(ROLE, 'files', 'npu-free-wait'), os.path.join(ROLE, 'files', 'tcp-port-wait')) \
         == shipped
 
@@ -63,8 +64,8 @@ def host_fixture(tmp_path):
     """The program installed as the role installs it, npu-smi the simulator's, and a function that runs it."""
     libexec = tmp_path / 'libexec'
     lib = libexec / 'lib' / 'ansible_collections' / 'kunpeng_ascend' / 'vllm' / 'plugins' / 'module_utils'
-    lib.mkdir(parents=True)
     for name in shipped_libs():
+        (lib / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(os.path.join(MODULE_UTILS, name), str(lib / name))
     shutil.copy(os.path.join(ROLE, 'files', 'npu-free-wait'), str(libexec / 'npu-free-wait'))
     bin_dir = tmp_path / 'bin'

@@ -22,7 +22,8 @@ import pytest
 
 from ansible.module_utils import basic
 
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils import _ascend_packages, _command
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.common import _command
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.stack import _ascend_packages
 from ansible_collections.kunpeng_ascend.vllm.tests.helpers import FakeHost, SimRoot, capture_results
 
 

@@ -265,7 +265,7 @@ class FakeHost:
 # Another process that holds ascend_package's host-wide lock, as a concurrent run on the same host would.
 HOLDER_SCRIPT = textwrap.dedent('''
     import sys
-    from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._ascend_packages import HostLock
+    from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.stack._ascend_packages import HostLock
     lock = HostLock(sys.argv[1], 'the other run')
     lock.acquire(0)
     print('locked', flush=True)

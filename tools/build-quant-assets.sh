@@ -14,7 +14,7 @@
 #   KAV_TINY_MODEL  the float tiny DeepSeek-V3 (default $KAV_CACHE/models/tiny-deepseek-v3, tools/build-vllm-assets.sh)
 #   KAV_TINY_W8A8   its W8A8 quantization to make (default $KAV_CACHE/models/tiny-deepseek-v3-w8a8), with role
 #                model_quantize's runner and the arguments module model_quantize passes it (plugins/module_utils/
-#                _quantize.py), a quantize-record.json of the inputs and a SHA256SUMS manifest, as the role writes
+#                serving/_quantize.py), a quantize-record.json of the inputs and a SHA256SUMS manifest, as the role writes
 #                them; kept when its record and manifest match. The venv that makes it: $KAV_CACHE/quant-venv.
 #
 # Install from DIR (no network):
@@ -62,7 +62,7 @@ fi
 # The W8A8 of the tiny DeepSeek-V3. What makes it (the record): the pins, the source's manifest, the runner, the
 # calibration set and the module's argument code; kept when the record is the same and the files match the manifest.
 [ -s "$source_model/SHA256SUMS" ] || die "KAV_TINY_MODEL=$source_model has no SHA256SUMS: run tools/build-vllm-assets.sh first"
-quantize_py=$repo/plugins/module_utils/_quantize.py
+quantize_py=$repo/plugins/module_utils/serving/_quantize.py
 record=$(printf 'pins %s\n' "$digest"; sha256sum "$source_model/SHA256SUMS" "$runner" "$calibration" "$quantize_py" |
   sed "s|  $repo/|  |; s|  $source_model/|  source/|")
 if [ -f "$w8a8/quantize-inputs.txt" ] && [ "$(cat "$w8a8/quantize-inputs.txt")" = "$record" ] &&
@@ -89,7 +89,7 @@ ln -s "$repo" "$tmp/pylib/ansible_collections/kunpeng_ascend/vllm"
 PYTHONPATH="$tmp/pylib" "$venv/bin/python" - "$venv/bin/python" "$runner" "$source_model" "$tmp/out" "$calibration" \
   "$tmp/scratch/calibration.jsonl" >"$tmp/scratch/argv" <<'PY'
 import sys
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils import _quantize as q
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.serving import _quantize as q
 python, runner, source, out, calibration, written = sys.argv[1:7]
 with open(calibration, encoding='utf-8') as stream:
     texts = q.parse_calibration(stream.read(), calibration)

@@ -3,7 +3,7 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Read vllm-ascend's versioning policy (docs/source/community/versioning_policy.md) and print its release rows in the
-form of TABLE_ROWS in plugins/module_utils/_compatibility_rows.py, so that a new release is one diff to review.
+form of TABLE_ROWS in plugins/module_utils/stack/_compatibility_rows.py, so that a new release is one diff to review.
 
 Usage: compat_rows.py VERSIONING_POLICY_MD [--commit SHA] [--all] [--check]
 
@@ -15,7 +15,7 @@ happens: v0.23.0's CANN went from 9.0.1 to 9.1.0 in a later pull request) shows 
 
 The table is found by its header ("Release compatibility matrix", then a table whose first column is "vLLM Ascend")
 and read by column name, so added or reordered columns do not break it; a row that cannot be read is reported on
-stderr, never guessed. The reader is the collection's own (plugins/module_utils/_compatibility_rows.py); from an
+stderr, never guessed. The reader is the collection's own (plugins/module_utils/stack/_compatibility_rows.py); from an
 installed collection, playbooks/compat_rows.yml prints the same rows in the form of the inventory variable
 ascend_compat_site_rows.
 """
@@ -29,9 +29,9 @@ import sys
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(REPO, '.cache'))
 
-# The reader lives in the collection (plugins/module_utils/_compatibility_rows.py), so that an installed collection
+# The reader lives in the collection (plugins/module_utils/stack/_compatibility_rows.py), so that an installed collection
 # reads the table the same way: playbooks/compat_rows.yml prints a site's rows with it.
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils import _compatibility_rows as _rows  # noqa: E402
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.stack import _compatibility_rows as _rows  # noqa: E402
 
 COLUMNS = _rows.POLICY_COLUMNS
 IGNORED_COLUMNS = _rows.POLICY_IGNORED_COLUMNS

@@ -34,11 +34,11 @@ stage_units() {
 # a host. The plugins that run only on the controller (Python 3.11 or newer, as ansible-core 2.19 needs) are left out:
 # the network plan (a filter, netaddr), the benchmark report (delegated to localhost, matplotlib) and the fleet plan
 # (delegated to localhost; its tests read the role's defaults with PyYAML).
-controller_only=(plugins/module_utils/_network_plan.py plugins/module_utils/_benchmark_report.py
-  plugins/modules/benchmark_report.py tests/unit/plugins/module_utils/test_network_plan.py
-  tests/unit/plugins/module_utils/test_benchmark_report_utils.py tests/unit/plugins/modules/test_benchmark_report.py
-  plugins/module_utils/_fleet_plan.py plugins/modules/fleet_plan.py tests/unit/plugins/module_utils/test_fleet_plan.py
-  tests/unit/plugins/modules/test_fleet_plan_module.py)
+controller_only=(plugins/module_utils/ascend/_network_plan.py plugins/module_utils/operations/_benchmark_report.py
+  plugins/modules/benchmark_report.py tests/unit/plugins/module_utils/ascend/test__network_plan.py
+  tests/unit/plugins/module_utils/operations/test__benchmark_report.py tests/unit/plugins/modules/test_benchmark_report.py
+  plugins/module_utils/operations/_fleet_plan.py plugins/modules/fleet_plan.py
+  tests/unit/plugins/module_utils/operations/test__fleet_plan.py tests/unit/plugins/modules/test_fleet_plan_module.py)
 stage_targets() {
   local site image ignore=() file
   site=$(python -c 'import ansible, os; print(os.path.dirname(ansible.__file__))')

@@ -13,7 +13,7 @@ import datetime
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._compatibility import (
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.stack._compatibility import (
     COMPONENTS,
     check_combination,
     compatibility_rows,

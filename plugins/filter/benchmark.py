@@ -13,7 +13,7 @@ import re
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._benchmark import (
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.operations._benchmark import (
     LOAD_NUMBERS,
     RESULTS_COLUMNS,
     SUMMARY_SCHEMA,
@@ -32,10 +32,10 @@ from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._benchmark imp
     priority_problems,
     results_rows,
 )
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._serving import SERVING_PARAMS
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._soak import LOAD_OPTIONS
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._soak import OPTIONS as SOAK_OPTIONS
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._soak import input_problems
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.serving._serving import SERVING_PARAMS
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.operations._soak import LOAD_OPTIONS
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.operations._soak import OPTIONS as SOAK_OPTIONS
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.operations._soak import input_problems
 
 # The load's options the role names without the soak's prefix (vllm_benchmark_input_len): the benchmark's too.
 SHARED_LOAD_OPTIONS = ('input_len', 'output_len')

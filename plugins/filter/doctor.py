@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._doctor import check_inputs, check_restart_storm
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._systemd import parse_show_one
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.operations._doctor import check_inputs, check_restart_storm
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.common._systemd import parse_show_one
 
 
 def doctor_input_problems(inputs, prefix='doctor_'):

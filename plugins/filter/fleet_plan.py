@@ -6,13 +6,13 @@
 
 """The fleet plan's filters (each documented in its own .yml): which roles' input checks run on a node, plan.yml's
 own input problems, and a JMESPath query on a fleet plan read back. The record and every decision are
-module_utils/_fleet_plan.py's."""
+module_utils/operations/_fleet_plan.py's."""
 
 from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils import _fleet_plan
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.operations import _fleet_plan
 
 
 def fleet_plan_checks(plan, roles, stage, install_cann=None, monitoring=False, cluster=False, npu_network=True,

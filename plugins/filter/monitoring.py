@@ -6,13 +6,13 @@
 
 """The monitoring filters (documented in monitoring_rules.yml, monitoring_prometheus_config.yml and
 monitoring_input_problems.yml): role monitoring's input checks, alert rules and Prometheus configuration, as data,
-from module_utils/_monitoring.py."""
+from module_utils/operations/_monitoring.py."""
 
 from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._monitoring import (
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.operations._monitoring import (
     MonitoringError,
     alert_rules,
     input_problems,

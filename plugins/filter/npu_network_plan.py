@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._network_plan import (
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.ascend._network_plan import (
     HAS_NETADDR,
     NetworkPlanError,
     plan_network,

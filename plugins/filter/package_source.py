@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._package_source import sources_problems
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.stack._package_source import sources_problems
 
 
 def package_source_problems(sources, dest_dir=None, dest_dir_name='package_fetch_dest_dir'):

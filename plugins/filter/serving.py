@@ -11,15 +11,15 @@ from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._deployment import record_of, record_path
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._serving import (
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.serving._deployment import record_of, record_path
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.serving._serving import (
     PROBE_PATHS,
     check_inputs,
     release_of,
     serving_plan as _plan,
     tls_paths,
 )
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._systemd import env_file_text, parse_env_file
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.common._systemd import env_file_text, parse_env_file
 
 
 def serving_plan(inputs, facts=None):
@@ -67,7 +67,7 @@ def vllm_service_tls_paths(name):
 
 def systemd_env_file(values, numbers=False):
     """The lines of an environment file (``EnvironmentFile=``) that give a service ``values`` (name -> value), each
-    value written so that every systemd reads it back as it is (module_utils/_systemd.py); with ``numbers``, an
+    value written so that every systemd reads it back as it is (module_utils/common/_systemd.py); with ``numbers``, an
     integer or float value is written as its decimal text (an inventory's HCCL_BUFFSIZE of 200), a boolean never."""
     if numbers and isinstance(values, dict):
         values = dict((name, str(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else value)

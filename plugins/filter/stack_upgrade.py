@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._model_rollout import choose_model_dir
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._stack_upgrade import (
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.serving._model_rollout import choose_model_dir
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.stack._stack_upgrade import (
     missing_message,
     package_record,
     previous_packages,

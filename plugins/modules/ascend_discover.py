@@ -119,11 +119,11 @@ import socket
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._ascend_files import RootFS
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils import _command
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._discovery import discover
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._npu_smi import NPU_SMI_FALLBACK_PATHS
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._warnings import WarningCap
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.ascend._ascend_files import RootFS
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.common import _command
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.operations._discovery import discover
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.ascend._npu_smi import NPU_SMI_FALLBACK_PATHS
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.common._warnings import WarningCap
 
 
 def main():

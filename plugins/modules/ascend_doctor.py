@@ -326,11 +326,11 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils import _doctor, _doctor_host
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._command import CommandRunner, locate_executable
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._compatibility import with_site_rows
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._npu_smi import NPU_SMI_FALLBACK_PATHS
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._warnings import WarningCap
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.operations import _doctor, _doctor_host
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.common._command import CommandRunner, locate_executable
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.stack._compatibility import with_site_rows
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.ascend._npu_smi import NPU_SMI_FALLBACK_PATHS
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.common._warnings import WarningCap
 
 # The tools whose path an option may give, and where else they are looked for.
 TOOLS = {'npu-smi': ('npu_smi_path', NPU_SMI_FALLBACK_PATHS),

@@ -572,7 +572,7 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._ascend_files import (
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.ascend._ascend_files import (
     RootFS,
     gather_ascend_facts,
     system_group,

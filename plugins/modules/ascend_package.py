@@ -305,14 +305,14 @@ install_log:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._ascend_packages import (
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.stack._ascend_packages import (
     COMPONENTS,
     TOOL_HINTS,
     PackageError,
     apply_package,
     package_path,
 )
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._command import (
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.common._command import (
     CommandRunner,
     failure_data,
     find_executable,

@@ -264,15 +264,15 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._compatibility import with_site_rows
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._preflight import (
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.stack._compatibility import with_site_rows
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.stack._preflight import (
     CHECK_NAMES,
     WARN,
     selected_checks,
     summarize,
 )
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._preflight_host import run_checks
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._text import replace_undecodable
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.stack._preflight_host import run_checks
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.common._text import replace_undecodable
 
 
 def main():

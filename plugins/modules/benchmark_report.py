@@ -131,9 +131,9 @@ import os
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 from ansible.module_utils.common.text.converters import to_native
 
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._files import UnreadableFile, read_regular_file
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._atomic_write import write_atomically
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._benchmark_report import (
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.common._files import UnreadableFile, read_regular_file
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.common._atomic_write import write_atomically
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.operations._benchmark_report import (
     HAS_MATPLOTLIB,
     MATPLOTLIB_IMPORT_ERROR,
     MAX_BYTES,

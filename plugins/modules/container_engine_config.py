@@ -159,13 +159,13 @@ import re
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.common.text.converters import to_bytes, to_native
 
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._atomic_write import write_atomically
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._engine_config import (
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.common._atomic_write import write_atomically
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.stack._engine_config import (
     ConfigError,
     merge_containerd_toml,
     merge_daemon_json,
 )
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._files import UnreadableFile, read_regular_file
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.common._files import UnreadableFile, read_regular_file
 
 DEFAULT_PATHS = {'docker': '/etc/docker/daemon.json', 'containerd': '/etc/containerd/config.toml'}
 # Larger configuration files are refused rather than read into memory.

@@ -129,8 +129,8 @@ import re
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._command import CommandRunner, find_executable
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._image_archive import (
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.common._command import CommandRunner, find_executable
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.stack._image_archive import (
     ArchiveError,
     image_id_hex,
     read_archive_images,

@@ -24,7 +24,7 @@ description:
   - The plan itself is in the files, not in the result, which plan.yml registers for every node; the result holds
     what the playbook acts on.
   - "Meant for the controller - run it with C(delegate_to: localhost) and C(run_once: true), as plan.yml does."
-  - The decisions are C(plugins/module_utils/_fleet_plan.py)'s, the record's one owner; docs/plan.md describes the
+  - The decisions are C(plugins/module_utils/operations/_fleet_plan.py)'s, the record's one owner; docs/plan.md describes the
     record.
 author:
   - kunpeng_ascend.vllm maintainers (@kunpeng-ascend)
@@ -134,9 +134,9 @@ import os
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.common.text.converters import to_bytes
 
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils import _fleet_plan
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._atomic_write import write_atomically
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._compatibility import with_site_rows
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.operations import _fleet_plan
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.common._atomic_write import write_atomically
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.stack._compatibility import with_site_rows
 
 
 def _current(path):

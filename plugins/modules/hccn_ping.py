@@ -166,10 +166,10 @@ from concurrent.futures import ThreadPoolExecutor
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils import _command
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._command import CommandRunner
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._hccn_tool import OUT_OF_RANGE, ping_outcome
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._warnings import WarningCap
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.common import _command
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.common._command import CommandRunner
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.ascend._hccn_tool import OUT_OF_RANGE, ping_outcome
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.common._warnings import WarningCap
 
 BOUNDS = (('count', 1, 100), ('timeout', 1, 300), ('parallel', 1, 64))
 

@@ -187,10 +187,10 @@ import os
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.common.text.converters import to_bytes
 
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._atomic_write import write_atomically
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils import _command
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._command import CommandRunner
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._hccn_tool import (
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.common._atomic_write import write_atomically
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.common import _command
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.common._command import CommandRunner
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.ascend._hccn_tool import (
     HccnToolFailure,
     differences,
     parse_hccn_conf,
@@ -199,7 +199,7 @@ from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._hccn_tool imp
     run_checked,
     validate_devices,
 )
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._warnings import WarningCap
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.common._warnings import WarningCap
 
 RESULT_KEYS = ('id', 'address', 'netmask', 'gateway', 'netdetect', 'tls', 'link', 'net_health')
 

@@ -149,10 +149,10 @@ weights:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._model_format import read_model
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._sizing import read_model_weights
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._text import replace_undecodable
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._warnings import WarningCap
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.serving._model_format import read_model
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.serving._sizing import read_model_weights
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.common._text import replace_undecodable
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.common._warnings import WarningCap
 
 
 def main():

@@ -225,7 +225,7 @@ manifest_line:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._model_manifest import (
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.serving._model_manifest import (
     MANIFEST_NAME,
     ManifestError,
     create_manifest,
@@ -233,8 +233,8 @@ from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._model_manifes
     default_workers,
     verify_manifest,
 )
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._text import replace_undecodable
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._warnings import WarningCap
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.common._text import replace_undecodable
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.common._warnings import WarningCap
 
 
 def main():

@@ -83,8 +83,9 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils import _agreement, _json
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._files import UnreadableFile, read_regular_file
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.common import _json
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.serving import _agreement
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.common._files import UnreadableFile, read_regular_file
 
 CONFIG_MAX_BYTES = 1 << 20
 

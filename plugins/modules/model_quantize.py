@@ -175,8 +175,8 @@ import time
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.common.locale import get_best_parsable_locale
 
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils import _quantize as q
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._model_manifest import (
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.serving import _quantize as q
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.serving._model_manifest import (
     MANIFEST_NAME,
     ManifestError,
     create_manifest,
@@ -184,7 +184,7 @@ from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._model_manifes
     default_workers,
     verify_manifest,
 )
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._paths import normalise
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.common._paths import normalise
 
 TAIL = 4000
 HINTS = (

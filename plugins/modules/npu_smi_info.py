@@ -286,18 +286,18 @@ npu_smi:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._command import (
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.common._command import (
     CommandRunner,
     find_executable,
     locate_executable,
 )
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._npu_smi import (
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.ascend._npu_smi import (
     NPU_SMI_FALLBACK_PATHS,
     NpuSmiFailure,
     read_npu_smi_details,
     read_npu_smi_info,
 )
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._warnings import WarningCap
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.common._warnings import WarningCap
 
 
 def main():

@@ -111,8 +111,8 @@ reason:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._command import CommandRunner, find_executable
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._package_lists import (
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.common._command import CommandRunner, find_executable
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.stack._package_lists import (
     AptLists,
     DnfLists,
     decide,
@@ -120,7 +120,7 @@ from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._package_lists
     missing_packages,
     package_name,
 )
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._warnings import WarningCap
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.common._warnings import WarningCap
 
 
 def backend(module, runner, warnings):

@@ -157,10 +157,10 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._command import CommandRunner, is_executable
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._compatibility import python_in_range
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._pip import venv_name
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._venv import (
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.common._command import CommandRunner, is_executable
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.stack._compatibility import python_in_range
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.stack._pip import venv_name
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.stack._venv import (
     Venvs,
     VenvError,
     build_problem,

@@ -108,7 +108,7 @@ subject_alt_names:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._tls import check_pair
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.serving._tls import check_pair
 
 VARIABLES = ('cert', 'key', 'ca', 'server_name')
 

@@ -183,7 +183,7 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._benchmark import (
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.operations._benchmark import (
     DEFAULT_PRIORITY,
     LOADGEN_BUSY_PERCENT,
     PRIORITY_CLASS,
@@ -205,8 +205,8 @@ from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._benchmark imp
     scalar_fields,
     summarize_npu_samples,
 )
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._command import KILL_AFTER_SECONDS, CommandRunner
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._load_generator import (
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.common._command import KILL_AFTER_SECONDS, CommandRunner
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.operations._load_generator import (
     RESULT_FILE,
     LoadGenerator,
     NpuSampler,
@@ -219,8 +219,8 @@ from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._load_generato
     remove_old_result,
     result_path_problems,
 )
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._numbers import number_problem
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._warnings import WarningCap
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.common._numbers import number_problem
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.common._warnings import WarningCap
 
 
 def check_params(module, params):

@@ -237,7 +237,7 @@ unit_journal:
   sample: ["Nov 30 20:01:02 node1 vllm[4242]: RuntimeError: NPU out of memory."]
 known_failures:
   description:
-    - The known failures of the collection's catalogue (plugins/module_utils/_failure_catalogue.py) that the unit's
+    - The known failures of the collection's catalogue (plugins/module_utils/operations/_failure_catalogue.py) that the unit's
       journal shows, in the catalogue's order, each with its cause, its fix and the last matching lines; the
       failure message names them. Empty when the journal shows none; null without O(unit).
   returned: failure
@@ -251,11 +251,11 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils import _systemd
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._command import CommandRunner
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._failure_catalogue import describe, explain
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._secrets import mask, url_secrets
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._vllm_endpoint import (
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.common import _systemd
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.common._command import CommandRunner
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.operations._failure_catalogue import describe, explain
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.common._secrets import mask, url_secrets
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.serving._vllm_endpoint import (
     EndpointCheck,
     Refused,
     StageFailed,

@@ -260,11 +260,11 @@ import os
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.common.text.converters import to_bytes
 
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils import _known_good as kg
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._atomic_write import write_atomically
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._command import CommandRunner
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._files import UnreadableFile
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._model_manifest import (
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.serving import _known_good as kg
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.common._atomic_write import write_atomically
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.common._command import CommandRunner
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.common._files import UnreadableFile
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.serving._model_manifest import (
     MANIFEST_NAME,
     ManifestError,
     default_cache_path,

@@ -179,16 +179,12 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils import _agreement, _json
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._atomic_write import write_atomically
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._files import UnreadableFile, read_regular_file
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._secrets import mask, url_secrets
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._vllm_endpoint import (
-    NotYet,
-    answered,
-    base_url,
-    request,
-)
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.common import _json
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.serving import _agreement
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.common._atomic_write import write_atomically
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.common._files import UnreadableFile, read_regular_file
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.common._secrets import mask, url_secrets
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.serving._vllm_endpoint import NotYet, answered, base_url, request
 
 ENDPOINT_SPEC = dict(
     url=dict(type='str', required=True),

@@ -188,22 +188,16 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils import _proc, _soak, _systemd
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._benchmark import sample_until_done, scalar_fields
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._command import KILL_AFTER_SECONDS, CommandRunner
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._load_generator import (
-    RESULT_FILE,
-    LoadGenerator,
-    NpuSampler,
-    argument_spec,
-    bench_argv,
-    find_npu_smi,
-    read_bench_result,
-    remove_old_result,
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.common import _proc, _systemd
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.operations import _soak
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.operations._benchmark import sample_until_done, scalar_fields
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.common._command import KILL_AFTER_SECONDS, CommandRunner
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.operations._load_generator import (
+    RESULT_FILE, LoadGenerator, NpuSampler, argument_spec, bench_argv, find_npu_smi, read_bench_result, remove_old_result,
     result_path_problems,
 )
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._proc import ProcReader
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._warnings import WarningCap
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.common._proc import ProcReader
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.common._warnings import WarningCap
 
 UNIT_PROPERTIES = ('MainPID', 'NRestarts')
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._version import is_ascend_version
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.common._version import is_ascend_version
 
 # Written as a host writes it: numbers and tags joined by single dots, starting with a number, nothing else. The
 # parser reads more (blanks, v24.1, 24.1-rc1, +local) but a role compares the text itself with the host's files

@@ -29,7 +29,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 # The collection is importable through the link the Makefile keeps in .cache/.
 sys.path.insert(0, os.path.join(REPO, '.cache'))
 
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils import _model_manifest  # noqa: E402
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.serving import _model_manifest  # noqa: E402
 
 MIB = 1024 * 1024
 BLOCK_MIB = 16

@@ -58,7 +58,7 @@ def npu_smi_calls(env):
 def time_parser(env):
     # The collection is importable through the link the Makefile keeps in .cache/.
     sys.path.insert(0, os.path.join(REPO, '.cache'))
-    parser = importlib.import_module('ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._npu_smi')
+    parser = importlib.import_module('ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.ascend._npu_smi')
     text = subprocess.run(['npu-smi', 'info'], env=env, check=True, capture_output=True, text=True).stdout
     durations = []
     for _round in range(PARSE_ROUNDS):

@@ -19,7 +19,7 @@ import pytest
 
 from ansible.module_utils import basic
 
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils import _ascend_packages
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.stack import _ascend_packages
 from ansible_collections.kunpeng_ascend.vllm.plugins.modules import ascend_package
 from ansible_collections.kunpeng_ascend.vllm.tests.helpers import (
     ExitJson,
@@ -30,7 +30,7 @@ from ansible_collections.kunpeng_ascend.vllm.tests.helpers import (
     run_main,
     this_machine_arch,
 )
-from ansible_collections.kunpeng_ascend.vllm.tests.unit.plugins.module_utils.test_ascend_packages import (
+from ansible_collections.kunpeng_ascend.vllm.tests.unit.plugins.module_utils.stack.test__ascend_packages import (
     ALL_MARKERS,
     NOT_MAKESELF,
 )

@@ -7,12 +7,13 @@
 """The docs against the tree, so that they cannot drift (issue "Docs that cannot drift").
 
 The tree gives the names: the roles (``roles/*/`` with ``tasks/``), the modules (``plugins/modules/*.py``), the
-``plugins/module_utils/_*.py`` files, the filter and test plugins (the ``name`` of each ``.yml`` sidecar), the
+``plugins/module_utils/<layer>/_*.py`` files (named ``<layer>/_*.py``), the filter and test plugins (the ``name`` of each ``.yml`` sidecar), the
 playbooks, the Molecule scenarios (``molecule/*/molecule.yml``) and the facts the roles export (the ``set_fact`` keys
 of ``roles/*/tasks/*.yml`` that do not start with ``__``, read from the YAML, blocks walked). The docs are read by
 structure: the table under a heading, its rows split at unescaped ``|``, the names in backticks of each cell. A name
-in parentheses is a mention, not an entry: ``_doctor.py`` (observations in, findings with their fix out) lists
-``_doctor.py`` alone.
+in parentheses is a mention, not an entry: ``operations/_doctor.py`` (observations in, findings with their fix out)
+lists ``operations/_doctor.py`` alone. A module_utils file is named with its layer; a bare ``_doctor.py`` is no file of the
+tree.
 
 Checked: docs/reference.md's "What is here today" table (moved there from README.md, which keeps to the three
 paths to a first service) names every role, module, filter, test plugin and playbook;
@@ -37,7 +38,9 @@ MARKER = '<!-- hand-kept below -->'
 FACT = re.compile(r'^[a-z][a-z0-9_]*$')
 REPORT_FACT = re.compile(r'^[a-z][a-z0-9_]*_report$')
 IDENTIFIER = re.compile(r'^[a-z][a-z0-9_]*$')
-MODULE_UTILS_FILE = re.compile(r'^(?:plugins/module_utils/)?(_[a-z0-9_]+\.py)$')
+# A module_utils file as the docs name it: <layer>/_name.py, optionally under plugins/module_utils/ (a bare _name.py
+# matches too, and is reported: it names no file of the tree).
+MODULE_UTILS_FILE = re.compile(r'^(?:plugins/module_utils/)?((?:[a-z]+/)?_[a-z0-9_]+\.py)$')
 TEST_FILE = re.compile(r'^test_[a-z0-9_]+\.py$')
 QUALIFIED = re.compile(r'\bkunpeng_ascend\.vllm\.([a-z0-9_]+)')
 # The folders of this repository a path in backticks may start with (role-relative paths such as tasks/validate.yml
@@ -139,7 +142,8 @@ class Tree:
         self.roles = [name for name in _listdir('roles') if os.path.isdir(os.path.join(REPO, 'roles', name, 'tasks'))]
         self.modules = [name[:-3] for name in _listdir('plugins', 'modules')
                         if name.endswith('.py') and name != '__init__.py']
-        self.module_utils = [name for name in _listdir('plugins', 'module_utils')
+        self.module_utils = ['%s/%s' % (layer, name) for layer in _listdir('plugins', 'module_utils')
+                             for name in _listdir('plugins', 'module_utils', layer)
                              if name.startswith('_') and not name.startswith('__') and name.endswith('.py')]
         self.filters = self._sidecar_names('filter')
         self.tests = self._sidecar_names('test')
@@ -504,7 +508,7 @@ def test_the_tree_is_read():
     tr = tree()
     assert {'vllm_cluster', 'npu_network', 'package_fetch'} <= set(tr.roles)
     assert {'package_lists', 'python_venv'} <= set(tr.modules) and '__init__' not in tr.modules
-    assert {'_toml.py', '_compatibility_rows.py'} <= set(tr.module_utils)
+    assert {'common/_toml.py', 'stack/_compatibility_rows.py'} <= set(tr.module_utils)
     assert 'ascend_compat_waiver' in tr.filters and tr.tests == ['ascend_version']
     assert 'multinode' in tr.playbooks and 'shared' not in tr.scenarios
     assert {'npu_network_report', 'vllm_cluster_ray_report', 'vllm_service_report'} <= set(tr.report_facts())
@@ -557,10 +561,13 @@ def test_a_name_in_parentheses_is_not_an_entry_of_the_layout():
 
 
 def test_a_stale_name_in_the_layout_is_named():
-    text = _drop(read('docs/architecture.md'), '| `_package_lists.py` |', '| `_package_lists.py`, `_apt.py` |')
+    text = _drop(read('docs/architecture.md'), '| `stack/_package_lists.py` |',
+                 '| `stack/_package_lists.py`, `stack/_apt.py`, `_package_source.py` |')
     problems = check_architecture_layout(text)
-    assert problems == ['docs/architecture.md layout table, row "OS packages", column module_utils: `_apt.py` is no'
-                        ' module_utils file of the tree'], problems
+    assert problems == ['docs/architecture.md layout table, row "OS packages", column module_utils: `stack/_apt.py` is no'
+                        ' module_utils file of the tree',
+                        'docs/architecture.md layout table, row "OS packages", column module_utils: `_package_source.py`'
+                        ' is no module_utils file of the tree'], problems
 
 
 def test_a_fact_missing_from_the_public_table_is_named():
@@ -578,7 +585,8 @@ def test_a_role_a_playbook_runs_missing_from_roles_readme_is_named():
 def test_stale_names_in_any_table_are_named():
     text = '\n'.join(['## Some heading', '', '| a | b |', '|---|---|',
                       '| `kunpeng_ascend.vllm.gone` | `roles/gone/tasks` and `_gone.py` \\| `test_gone.py` |',
-                      '| `old_report` | scenario `gone` |'])
+                      '| `old_report` | scenario `gone` |',
+                      '| `common/_json.py`, `plugins/module_utils/common/_json.py` | `_json.py`, `stack/_json.py` |'])
     assert check_names_exist(text, 'x.md') == [
         'x.md, table under "Some heading", row "kunpeng_ascend.vllm.gone": `kunpeng_ascend.vllm.gone` names gone, which'
         ' is no module, filter, test plugin, role or playbook of the tree',
@@ -586,6 +594,10 @@ def test_stale_names_in_any_table_are_named():
         'x.md, table under "Some heading", row "kunpeng_ascend.vllm.gone": `_gone.py` is no file of plugins/module_utils/',
         'x.md, table under "Some heading", row "kunpeng_ascend.vllm.gone": `test_gone.py` is no test file under tests/',
         'x.md, table under "Some heading", row "old_report": `old_report` is no fact a role sets, nor a module',
+        'x.md, table under "Some heading", row "common/_json.py, plugins/module_utils/common/_json.py": `_json.py` is no'
+        ' file of plugins/module_utils/',
+        'x.md, table under "Some heading", row "common/_json.py, plugins/module_utils/common/_json.py": `stack/_json.py`'
+        ' is no file of plugins/module_utils/',
         'x.md: scenario `gone` is no folder of molecule/ with a molecule.yml',
     ]
 

@@ -15,7 +15,7 @@ of its hand-kept part: the vars of each ``role:`` entry and of its play).
    set (``'' | kunpeng_ascend.vllm.ascend_compat_rows``); native ones the newest release whose row publishes its pip
    pins (native mode installs them) with that row's CANN; every NPU driver is the newest row's driver minimum, every
    package file carries the version it is given as, and all examples name one firmware. A new row in
-   ``plugins/module_utils/_compatibility_rows.py`` fails here until the examples follow it.
+   ``plugins/module_utils/stack/_compatibility_rows.py`` fails here until the examples follow it.
 2. **The plan.** Each node of each example is planned by role ``vllm_service``'s entry point ``plan`` (every input
    and host check, nothing changed) in check mode on this machine, as a simulated Ascend host
    (``tests/simulator``): the simulator's ``npu-smi`` and sysfs tree of the product the example names (an ``-a3``
@@ -49,9 +49,9 @@ import textwrap
 import pytest
 import yaml
 
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils import _compatibility
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._compatibility_rows import IMAGE_REPOSITORY, IMAGE_SUFFIXES
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._version import compare_ascend_versions
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.stack import _compatibility
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.stack._compatibility_rows import IMAGE_REPOSITORY, IMAGE_SUFFIXES
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.common._version import compare_ascend_versions
 from ansible_collections.kunpeng_ascend.vllm.tests.helpers import SIMULATOR, simulator_module
 from ansible_collections.kunpeng_ascend.vllm.tests.shared_data import load_model_config
 from ansible_collections.kunpeng_ascend.vllm.tests.unit.roles import role_harness

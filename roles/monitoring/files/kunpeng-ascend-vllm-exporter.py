@@ -16,7 +16,7 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 # The import needs the path above.
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._textfile_exporter import main  # noqa: E402  pylint: disable=wrong-import-position
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.operations._textfile_exporter import main  # noqa: E402  pylint: disable=wrong-import-position
 
 if __name__ == '__main__':
     sys.exit(main())

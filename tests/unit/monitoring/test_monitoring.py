@@ -24,18 +24,21 @@ import sys
 import pytest
 import yaml
 
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils import _monitoring
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.operations import _monitoring
 from ansible_collections.kunpeng_ascend.vllm.tests import conftest
 from ansible_collections.kunpeng_ascend.vllm.tests.helpers import HANG_SECONDS, SIMULATOR, ansible_debug
-from ansible_collections.kunpeng_ascend.vllm.tests.unit.plugins.module_utils.test_npu_metrics import parse_exposition
+from ansible_collections.kunpeng_ascend.vllm.tests.unit.plugins.module_utils.ascend.test__npu_metrics import parse_exposition
 from ansible_collections.kunpeng_ascend.vllm.tests.unit.roles import role_harness
-from ansible_collections.kunpeng_ascend.vllm.tests.unit.roles.role_harness import REPO
+from ansible_collections.kunpeng_ascend.vllm.tests.unit.roles.role_harness import (
+    MODULE_UTILS, REPO, SHIPPED_MODULE_UTILS, module_utils_closure, module_utils_copy_loops, ship_module_utils,
+)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ALERTS_TEST = os.path.join(REPO, 'tests', 'unit', 'plugins', 'module_utils', 'promtool', 'alerts_test.yml')
 ROLE = os.path.join(REPO, 'roles', 'monitoring')
-MODULE_UTILS = os.path.join(REPO, 'plugins', 'module_utils')
 PACKAGE = 'ansible_collections.kunpeng_ascend.vllm.plugins.module_utils'
+# The exporter's entry script (files/), which imports the module_utils that do the work.
+EXPORTER = 'kunpeng-ascend-vllm-exporter.py'
 
 
 @pytest.fixture(scope='module')
@@ -196,34 +199,28 @@ def test_promtool_checks_the_rendered_configuration(promtool, tmp_path):
 
 # ------------------------------------------------------------------------------------ the exporter on the node
 
-def imports_of(name):
-    """The module_utils a module_utils file imports, and the other top-level packages it imports."""
-    with open(os.path.join(MODULE_UTILS, name), encoding='utf-8') as handle:
+def foreign_imports(path):
+    """The top-level packages a file imports, but the collection's module_utils and __future__."""
+    with open(path, encoding='utf-8') as handle:
         tree = ast.parse(handle.read())
-    ours, others = set(), set()
+    others = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom) and node.module:
-            if node.module == PACKAGE:
-                ours.update(alias.name + '.py' for alias in node.names)
-            elif node.module.startswith(PACKAGE + '.'):
-                ours.add(node.module.rsplit('.', 1)[1] + '.py')
-            elif node.module != '__future__':
+            if not node.module.startswith(PACKAGE + '.') and node.module != '__future__':
                 others.add(node.module.split('.')[0])
         elif isinstance(node, ast.Import):
             others.update(alias.name.split('.')[0] for alias in node.names)
-    return ours, others
+    return others
 
 
-def test_the_role_copies_exactly_what_the_exporter_imports_and_none_imports_ansible():
-    closure, pending, foreign = set(), ['_textfile_exporter.py'], set()
-    while pending:
-        name = pending.pop()
-        if name not in closure:
-            closure.add(name)
-            ours, others = imports_of(name)
-            pending.extend(ours)
-            foreign.update(others)
-    assert sorted(role_vars()['__monitoring_module_utils']) == sorted(closure)
+def test_the_role_copies_what_the_exporter_imports_and_none_imports_ansible():
+    # The files: the lookup's answer for the entry script, computed from the imports (lay_out_node copies the same).
+    assert module_utils_copy_loops('monitoring') == {
+        'exporter.yml': ["{{ query('kunpeng_ascend.vllm.module_utils_closure', '%s') }}" % EXPORTER]}
+    assert role_vars()['__monitoring_module_utils_dir'] == '/'.join(SHIPPED_MODULE_UTILS)
+    foreign = foreign_imports(os.path.join(ROLE, 'files', EXPORTER))
+    for name in module_utils_closure('monitoring', EXPORTER):
+        foreign |= foreign_imports(os.path.join(MODULE_UTILS, name))
     assert 'ansible' not in foreign and 'ansible_collections' not in foreign
     assert foreign <= set(sys.stdlib_module_names), foreign - set(sys.stdlib_module_names)
 
@@ -232,11 +229,8 @@ def lay_out_node(tmp_path):
     """The exporter's tree as the role lays it out on the node, and the node's programs: the simulator's npu-smi and
     stand-ins for systemctl and journalctl that answer like systemd 252."""
     lib = tmp_path / 'lib'
-    target = lib / role_vars()['__monitoring_module_utils_dir']
-    target.mkdir(parents=True)
-    for name in role_vars()['__monitoring_module_utils']:
-        shutil.copy(os.path.join(MODULE_UTILS, name), str(target / name))
-    shutil.copy(os.path.join(ROLE, 'files', 'kunpeng-ascend-vllm-exporter.py'), str(lib))
+    ship_module_utils(lib, 'monitoring', EXPORTER)
+    shutil.copy(os.path.join(ROLE, 'files', EXPORTER), str(lib))
     bin_dir = tmp_path / 'bin'
     bin_dir.mkdir()
     (bin_dir / 'npu-smi').symlink_to(os.path.join(SIMULATOR, 'ascend-sim'))

@@ -18,10 +18,10 @@ import sys
 
 import pytest
 
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils import _monitoring
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.operations import _monitoring
 from ansible_collections.kunpeng_ascend.vllm.tests.unit.monitoring.test_monitoring import lay_out_node, run
-from ansible_collections.kunpeng_ascend.vllm.tests.unit.plugins.module_utils.test_npu_metrics import parse_exposition
-from ansible_collections.kunpeng_ascend.vllm.tests.unit.plugins.module_utils.test_vllm_endpoint import CREDENTIALS
+from ansible_collections.kunpeng_ascend.vllm.tests.unit.plugins.module_utils.ascend.test__npu_metrics import parse_exposition
+from ansible_collections.kunpeng_ascend.vllm.tests.unit.plugins.module_utils.serving.test__vllm_endpoint import CREDENTIALS
 from ansible_collections.kunpeng_ascend.vllm.tests.unit.roles import role_harness
 
 # A usable value of every input input_problems checks (the role's defaults, a target and a CA).

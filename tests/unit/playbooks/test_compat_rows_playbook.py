@@ -18,7 +18,7 @@ import sys
 
 import yaml
 
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._compatibility import site_rows
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.stack._compatibility import site_rows
 from ansible_collections.kunpeng_ascend.vllm.tests.helpers import load_fixture
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))

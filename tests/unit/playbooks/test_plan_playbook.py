@@ -19,7 +19,7 @@ import socket
 
 import pytest
 
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils import _fleet_plan
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.operations import _fleet_plan
 from ansible_collections.kunpeng_ascend.vllm.tests.unit.playbooks import fleet_sim
 
 

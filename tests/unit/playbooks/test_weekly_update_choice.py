@@ -22,8 +22,8 @@ import sys
 import pytest
 import yaml
 
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils import _serving
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._model_manifest import ManifestError, verify_manifest
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.serving import _serving
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.serving._model_manifest import ManifestError, verify_manifest
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 NAMES = ['config.json', 'model-00001-of-00001.safetensors', 'odd name\nwith a newline.safetensors']

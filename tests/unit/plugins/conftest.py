@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils import _engine_config, _toml
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.common import _toml
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.stack import _engine_config
 
 
 @pytest.fixture(params=['tomllib', 'fallback'])

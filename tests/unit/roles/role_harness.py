@@ -9,6 +9,9 @@
 A run costs seconds, so each case is a host of a generated inventory (all of them this machine, through the local
 connection) with its variables as host variables, and the results are read from the default callback's JSON lines.
 Used by the roles' tests; what runs must only read this machine (the validation and set_vars files do).
+
+Also the collection's module_utils that a role ships to a host for its programs, laid out as the role lays them out:
+the answer of the lookup the role's task loops over (module_utils_closure), for the programs of the role's files/.
 """
 
 from __future__ import annotations
@@ -16,12 +19,19 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 
 import yaml
+from ansible.parsing.dataloader import DataLoader
+
+from ansible_collections.kunpeng_ascend.vllm.plugins.lookup.module_utils_closure import LookupModule
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+MODULE_UTILS = os.path.join(REPO, 'plugins', 'module_utils')
+# Where a program shipped to a host finds the collection's module_utils: under the lib/ beside it.
+SHIPPED_MODULE_UTILS = ('ansible_collections', 'kunpeng_ascend', 'vllm', 'plugins', 'module_utils')
 
 
 def run_play(tmp_path, role, cases, tasks_from='validate', before=(), report='true', check_mode=True):
@@ -77,3 +87,41 @@ def run_play(tmp_path, role, cases, tasks_from='validate', before=(), report='tr
     names = ['case%d' % index for index in range(len(cases))]
     assert not set(accepted) & set(messages) and set(accepted) | set(messages) == set(names), run.stdout[-5000:] + run.stderr[-5000:]
     return [{'accepted': accepted[name]} if name in accepted else {'accepted': False, 'messages': messages[name]} for name in names]
+
+
+def module_utils_closure(role, *programs):
+    """The lookup's answer in a task of ``role``: the module_utils the ``programs`` (files of the role) import."""
+    role_dir = os.path.join(REPO, 'roles', role)
+    return LookupModule(loader=DataLoader()).run(list(programs), {'ansible_search_path': [role_dir], 'role_path': role_dir})
+
+
+def ship_module_utils(lib, role, *programs, leave_out=()):
+    """The module_utils ``role`` ships for its ``programs``, copied under ``lib`` in their import path as the role copies
+    them, but those named in ``leave_out``; returns the names copied."""
+    shipped = [name for name in module_utils_closure(role, *programs) if name not in leave_out]
+    for name in shipped:
+        target = os.path.join(str(lib), *SHIPPED_MODULE_UTILS + tuple(name.split('/')))
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        shutil.copy(os.path.join(MODULE_UTILS, name), target)
+    return shipped
+
+
+def _tasks(tasks):
+    for task in tasks or []:
+        yield task
+        for section in ('block', 'rescue', 'always'):
+            yield from _tasks(task.get(section))
+
+
+def module_utils_copy_loops(role):
+    """The loop of each copy task of ``role`` whose source is under the collection's plugins/module_utils/, by task
+    file."""
+    loops = {}
+    tasks_dir = os.path.join(REPO, 'roles', role, 'tasks')
+    for name in sorted(os.listdir(tasks_dir)):
+        with open(os.path.join(tasks_dir, name), encoding='utf-8') as handle:
+            for task in _tasks(yaml.safe_load(handle)):
+                copy = task.get('ansible.builtin.copy') or {}
+                if '/plugins/module_utils/' in str(copy.get('src', '')):
+                    loops.setdefault(name, []).append(task.get('loop'))
+    return loops

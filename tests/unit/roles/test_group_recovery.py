@@ -6,8 +6,8 @@
 
 """A data-parallel group's recovery as the hosts run it: vllm_service's tcp-port-wait (the other ranks' wait for the
 head's RPC port) run for real against a port of this machine, and vllm_cluster's vllm-group-watch shipped with every
-module it imports. Their decisions are tested in tests/unit/plugins/module_utils/test_group_watch.py; the whole
-recovery runs in scenario multinode_vllm."""
+module it imports (lookup module_utils_closure, computed from the imports). Their decisions are tested in
+tests/unit/plugins/module_utils/serving/test__group_watch.py; the whole recovery runs in scenario multinode_vllm."""
 
 from __future__ import annotations
 
@@ -18,33 +18,36 @@ import subprocess
 import sys
 
 import pytest
-import yaml
 
 from ansible_collections.kunpeng_ascend.vllm.tests.helpers import HANG_SECONDS, TESTS
-from ansible_collections.kunpeng_ascend.vllm.tests.unit.roles.test_npu_free_wait import MODULE_UTILS, modules_needed
+from ansible_collections.kunpeng_ascend.vllm.tests.unit.roles.role_harness import (
+    module_utils_copy_loops, ship_module_utils,
+)
+from ansible_collections.kunpeng_ascend.vllm.tests.unit.roles.test_npu_free_wait import wait_programs
 
 COLLECTION = os.path.dirname(TESTS)
 CLUSTER = os.path.join(COLLECTION, 'roles', 'vllm_cluster')
 SERVICE = os.path.join(COLLECTION, 'roles', 'vllm_service')
 
 
-def role_var(role, name):
-    with open(os.path.join(role, 'vars', 'main.yml'), encoding='utf-8') as handle:
-        return yaml.safe_load(handle)[name]
+def test_the_role_ships_what_the_watch_imports():
+    assert module_utils_copy_loops('vllm_cluster') == {
+        'watch.yml': ["{{ query('kunpeng_ascend.vllm.module_utils_closure', 'vllm-group-watch') }}"]}
 
 
-def test_every_module_the_watch_imports_is_shipped():
-    shipped = set(name[:-len('.py')] for name in role_var(CLUSTER, '__vllm_cluster_watch_libs'))
-    assert modules_needed(os.path.join(CLUSTER, 'files', 'vllm-group-watch')) == shipped
+def test_the_watch_runs_from_the_shipped_files(tmp_path):
+    # Its imports, run with nothing of this checkout on the path: the files it needs are all shipped.
+    ship_module_utils(tmp_path / 'lib', 'vllm_cluster', 'vllm-group-watch')
+    shutil.copy(os.path.join(CLUSTER, 'files', 'vllm-group-watch'), str(tmp_path / 'vllm-group-watch'))
+    done = subprocess.run([sys.executable, str(tmp_path / 'vllm-group-watch'), '--help'], capture_output=True, text=True,
+                          check=False, timeout=HANG_SECONDS, env={'PATH': os.path.dirname(sys.executable)})
+    assert done.returncode == 0 and done.stdout.startswith('usage: vllm-group-watch'), done
 
 
 @pytest.fixture(name='wait')
 def wait_fixture(tmp_path):
     """tcp-port-wait laid out as the role installs it, run with nothing of this checkout on its path."""
-    lib = tmp_path / 'lib' / 'ansible_collections' / 'kunpeng_ascend' / 'vllm' / 'plugins' / 'module_utils'
-    lib.mkdir(parents=True)
-    for name in role_var(SERVICE, '__vllm_service_npu_wait_libs'):
-        shutil.copy(os.path.join(MODULE_UTILS, name), str(lib / name))
+    ship_module_utils(tmp_path / 'lib', 'vllm_service', *wait_programs())
     shutil.copy(os.path.join(SERVICE, 'files', 'tcp-port-wait'), str(tmp_path / 'tcp-port-wait'))
 
     def run(*args):

@@ -17,7 +17,7 @@ import re
 
 import pytest
 
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._numbers import MAX_SECONDS
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.common._numbers import MAX_SECONDS
 from ansible_collections.kunpeng_ascend.vllm.tests.unit.roles import role_harness
 
 SYSTEM = ['/', '//', '/usr', '/usr/', '/usr/bin/..', '/./etc', '/etc/vllm', '/var/lib', '/usr/local/', '/root',

@@ -5,15 +5,14 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 
 """Role vllm_service's wait before each start (files/npu-free-wait), run for real as the unit runs it: laid out as the
-role installs it (the program, and under lib/ the module_utils of vars/main.yml's __vllm_service_npu_wait_libs), with
-the simulator's npu-smi (tests/simulator/ascend-sim) on PATH. Its decisions are tested in
-tests/unit/plugins/module_utils/test_npu_wait.py; here: the files it needs are all shipped, and the program's exit
-codes and journal lines."""
+role installs it (the program, and under lib/ the module_utils the role's copy loops over: lookup module_utils_closure
+of its programs, computed from their imports), with the simulator's npu-smi (tests/simulator/ascend-sim) on PATH. Its
+decisions are tested in tests/unit/plugins/module_utils/ascend/test__npu_wait.py; here: the files it needs are all
+shipped (the program fails without any one of them), and the program's exit codes and journal lines."""
 
 from __future__ import annotations
 
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -22,50 +21,44 @@ import pytest
 import yaml
 
 from ansible_collections.kunpeng_ascend.vllm.tests.helpers import HANG_SECONDS, SIMULATOR, TESTS
+from ansible_collections.kunpeng_ascend.vllm.tests.unit.roles.role_harness import (
+    module_utils_closure, module_utils_copy_loops, ship_module_utils,
+)
 
 COLLECTION = os.path.dirname(TESTS)
 ROLE = os.path.join(COLLECTION, 'roles', 'vllm_service')
-MODULE_UTILS = os.path.join(COLLECTION, 'plugins', 'module_utils')
-IMPORT = re.compile(r'^from ansible_collections\.kunpeng_ascend\.vllm\.plugins\.module_utils(?:\.(_\w+)| import (_\w+))',
-                    re.M)
 
 
-def shipped_libs():
+def wait_programs():
     with open(os.path.join(ROLE, 'vars', 'main.yml'), encoding='utf-8') as handle:
-        return yaml.safe_load(handle)['__vllm_service_npu_wait_libs']
+        return yaml.safe_load(handle)['__vllm_service_wait_programs']
 
 
-def imports_of(path):
-    with open(path, encoding='utf-8') as handle:
-        return set(a or b for a, b in IMPORT.findall(handle.read()))
+def test_the_role_ships_what_its_programs_import():
+    # The waits before each start (npu-free-wait, tcp-port-wait) share one lib/: the lookup's answer for both.
+    assert wait_programs() == ['npu-free-wait', 'tcp-port-wait']
+    assert module_utils_copy_loops('vllm_service') == {
+        'npu_free_wait.yml': ["{{ query('kunpeng_ascend.vllm.module_utils_closure', __vllm_service_wait_programs) }}"]}
 
 
-def modules_needed(*programs):
-    """The collection's module_utils the ``programs`` import, directly or through each other."""
-    needed = set()
-    todo = list(programs)
-    while todo:
-        for name in imports_of(todo.pop()) - needed:
-            needed.add(name)
-            todo.append(os.path.join(MODULE_UTILS, name + '.py'))
-    return needed
-
-
-def test_every_module_the_programs_import_is_shipped():
-    # The waits before each start (npu-free-wait, tcp-port-wait) share one lib/: exactly what they import.
-    shipped = set(name[:-len('.py')] for name in shipped_libs())
-    assert modules_needed(os.path.join(ROLE, 'files', 'npu-free-wait'), os.path.join(ROLE, 'files', 'tcp-port-wait')) \
-        == shipped
+@pytest.mark.parametrize('missing', [name for name in module_utils_closure('vllm_service', 'npu-free-wait')
+                                     if not name.endswith('/__init__.py')])
+def test_without_any_file_it_imports_the_program_fails(tmp_path, missing):
+    libexec = tmp_path / 'libexec'
+    ship_module_utils(libexec / 'lib', 'vllm_service', 'npu-free-wait', leave_out=[missing])
+    shutil.copy(os.path.join(ROLE, 'files', 'npu-free-wait'), str(libexec / 'npu-free-wait'))
+    done = subprocess.run([sys.executable, str(libexec / 'npu-free-wait'), '--npus', '0', '--timeout', '0'],
+                          env={'PATH': os.path.dirname(sys.executable)}, capture_output=True, text=True, check=False,
+                          timeout=HANG_SECONDS)
+    # ModuleNotFoundError for a module imported by its name, ImportError for one imported from its package.
+    assert done.returncode == 1 and done.stderr.splitlines()[-1].startswith(('ModuleNotFoundError: ', 'ImportError: ')), done
 
 
 @pytest.fixture(name='host')
 def host_fixture(tmp_path):
     """The program installed as the role installs it, npu-smi the simulator's, and a function that runs it."""
     libexec = tmp_path / 'libexec'
-    lib = libexec / 'lib' / 'ansible_collections' / 'kunpeng_ascend' / 'vllm' / 'plugins' / 'module_utils'
-    lib.mkdir(parents=True)
-    for name in shipped_libs():
-        shutil.copy(os.path.join(MODULE_UTILS, name), str(lib / name))
+    ship_module_utils(libexec / 'lib', 'vllm_service', *wait_programs())
     shutil.copy(os.path.join(ROLE, 'files', 'npu-free-wait'), str(libexec / 'npu-free-wait'))
     bin_dir = tmp_path / 'bin'
     bin_dir.mkdir()

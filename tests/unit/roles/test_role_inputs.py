@@ -21,7 +21,7 @@ import re
 import pytest
 import yaml
 
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._benchmark import METRICS as BENCHMARK_METRICS
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.operations._benchmark import METRICS as BENCHMARK_METRICS
 from ansible_collections.kunpeng_ascend.vllm.tests.helpers import load_fixture
 from ansible_collections.kunpeng_ascend.vllm.tests.unit.roles import role_harness
 from ansible_collections.kunpeng_ascend.vllm.tests.unit.roles.role_harness import REPO

@@ -19,7 +19,7 @@ import sys
 
 import pytest
 
-from ansible_collections.kunpeng_ascend.vllm.tests.unit.plugins.module_utils.test_systemd import _systemd_reads
+from ansible_collections.kunpeng_ascend.vllm.tests.unit.plugins.module_utils.common.test__systemd import _systemd_reads
 
 yaml = pytest.importorskip('yaml')
 

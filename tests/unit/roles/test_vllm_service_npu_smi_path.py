@@ -13,8 +13,8 @@ import os
 
 import pytest
 
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils import _serving
-from ansible_collections.kunpeng_ascend.vllm.tests.unit.plugins.module_utils.test_serving import a2_facts, inputs
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.serving import _serving
+from ansible_collections.kunpeng_ascend.vllm.tests.unit.plugins.module_utils.serving.test__serving import a2_facts, inputs
 from ansible_collections.kunpeng_ascend.vllm.tests.unit.roles.test_vllm_service_unit import render
 
 yaml = pytest.importorskip('yaml')

@@ -17,8 +17,8 @@ import subprocess
 import pytest
 import yaml
 
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils import _serving
-from ansible_collections.kunpeng_ascend.vllm.tests.unit.plugins.module_utils.test_serving import inputs
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.serving import _serving
+from ansible_collections.kunpeng_ascend.vllm.tests.unit.plugins.module_utils.serving.test__serving import inputs
 
 TEMPLATE = os.path.join(os.path.dirname(__file__), '..', '..', '..', 'roles', 'vllm_service', 'templates',
                         'vllm.service.j2')

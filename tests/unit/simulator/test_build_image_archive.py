@@ -8,7 +8,7 @@
 
 from __future__ import annotations
 
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._image_archive import read_archive_images
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.stack._image_archive import read_archive_images
 from ansible_collections.kunpeng_ascend.vllm.tests.helpers import simulator_module
 
 build_image_archive = simulator_module('build_image_archive', 'build_image_archive.py')

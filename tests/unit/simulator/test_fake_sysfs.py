@@ -15,7 +15,7 @@ import sys
 
 import pytest
 
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils import _ascend_files
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.ascend import _ascend_files
 from ansible_collections.kunpeng_ascend.vllm.tests.helpers import SIMULATOR, simulator_module
 
 fake_sysfs = simulator_module('fake_sysfs', 'fake_sysfs.py')

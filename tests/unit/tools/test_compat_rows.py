@@ -13,7 +13,7 @@ import ast
 
 import pytest
 
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._compatibility_rows import TABLE_ROWS
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.stack._compatibility_rows import TABLE_ROWS
 from ansible_collections.kunpeng_ascend.vllm.tests.helpers import load_fixture, tool_module
 
 TOOL = tool_module('compat_rows.py')

@@ -16,7 +16,7 @@ import yaml
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.kunpeng_ascend.vllm.plugins.filter import ascend_compat as plugin
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._compatibility import (
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.stack._compatibility import (
     ROWS,
     check_combination,
     compatibility_rows,

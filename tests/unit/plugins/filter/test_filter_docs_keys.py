@@ -15,8 +15,10 @@ import re
 
 import pytest
 
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils import _monitoring, _serving, _soak, _stack_upgrade
-from ansible_collections.kunpeng_ascend.vllm.tests.unit.plugins.module_utils.test_serving import a2_facts, inputs
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.operations import _monitoring, _soak
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.serving import _serving
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.stack import _stack_upgrade
+from ansible_collections.kunpeng_ascend.vllm.tests.unit.plugins.module_utils.serving.test__serving import a2_facts, inputs
 
 yaml = pytest.importorskip('yaml')
 

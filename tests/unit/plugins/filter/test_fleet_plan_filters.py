@@ -13,7 +13,7 @@ import pytest
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.kunpeng_ascend.vllm.plugins.filter.fleet_plan import FilterModule
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils import _fleet_plan
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.operations import _fleet_plan
 
 FILTERS = FilterModule().filters()
 ROLES = ['os_tuning', 'npu_driver', 'npu_network', 'cann', 'container_runtime', 'monitoring']

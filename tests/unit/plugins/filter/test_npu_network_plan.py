@@ -16,7 +16,7 @@ import yaml
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.kunpeng_ascend.vllm.plugins.filter import npu_network_plan as plugin
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._network_plan import plan_network
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.ascend._network_plan import plan_network
 from ansible_collections.kunpeng_ascend.vllm.tests.helpers import ansible_debug
 
 FILTER_DIR = os.path.dirname(plugin.__file__)

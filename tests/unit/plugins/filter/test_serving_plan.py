@@ -15,9 +15,10 @@ import pytest
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.kunpeng_ascend.vllm.plugins.filter import serving as plugin
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils import _deployment, _serving, _systemd
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.common import _systemd
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.serving import _deployment, _serving
 from ansible_collections.kunpeng_ascend.vllm.tests.helpers import ansible_debug
-from ansible_collections.kunpeng_ascend.vllm.tests.unit.plugins.module_utils.test_serving import a2_facts, inputs
+from ansible_collections.kunpeng_ascend.vllm.tests.unit.plugins.module_utils.serving.test__serving import a2_facts, inputs
 
 
 def test_the_plugin_exposes_the_filter():

@@ -15,7 +15,7 @@ from unittest import mock
 
 import pytest
 
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils import _discovery
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.operations import _discovery
 from ansible_collections.kunpeng_ascend.vllm.plugins.modules import ascend_discover, ascend_discover_write
 from ansible_collections.kunpeng_ascend.vllm.tests.helpers import (
     PARSABLE_LOCALE,

@@ -14,8 +14,8 @@ import os
 
 import pytest
 
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils import _doctor, _doctor_host
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._npu_smi import parse_npu_smi_info
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.operations import _doctor, _doctor_host
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.ascend._npu_smi import parse_npu_smi_info
 from ansible_collections.kunpeng_ascend.vllm.plugins.modules import ascend_doctor
 from ansible_collections.kunpeng_ascend.vllm.tests.helpers import (
     TIMEOUT,

@@ -15,7 +15,7 @@ from unittest import mock
 
 import pytest
 
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils import _ascend_files
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.ascend import _ascend_files
 from ansible_collections.kunpeng_ascend.vllm.plugins.modules import ascend_facts
 from ansible_collections.kunpeng_ascend.vllm.tests.helpers import (
     ExitJson,
@@ -26,7 +26,7 @@ from ansible_collections.kunpeng_ascend.vllm.tests.helpers import (
     run_main,
     simulator_module,
 )
-from ansible_collections.kunpeng_ascend.vllm.tests.unit.plugins.module_utils.test_ascend_files import (
+from ansible_collections.kunpeng_ascend.vllm.tests.unit.plugins.module_utils.ascend.test__ascend_files import (
     DRIVER_25,
     FIRMWARE,
     INSTALL_INFO,

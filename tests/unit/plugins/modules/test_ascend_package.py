@@ -16,8 +16,8 @@ from unittest import mock
 
 import pytest
 
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils import _ascend_packages
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._ascend_packages import HostLock
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.stack import _ascend_packages
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.stack._ascend_packages import HostLock
 from ansible_collections.kunpeng_ascend.vllm.plugins.modules import ascend_package
 from ansible_collections.kunpeng_ascend.vllm.tests.helpers import (
     DEB_MEMBERS,
@@ -32,7 +32,7 @@ from ansible_collections.kunpeng_ascend.vllm.tests.helpers import (
     makeself_archive,
     run_main,
 )
-from ansible_collections.kunpeng_ascend.vllm.tests.unit.plugins.module_utils.test_ascend_packages import (
+from ansible_collections.kunpeng_ascend.vllm.tests.unit.plugins.module_utils.stack.test__ascend_packages import (
     ALL_MARKERS,
     DRIVER_OK,
     DRIVER_REBOOT,

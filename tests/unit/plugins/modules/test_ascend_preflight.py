@@ -15,8 +15,9 @@ from unittest import mock
 
 import pytest
 
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils import _ascend_files, _command
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._preflight import CHECK_NAMES
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.ascend import _ascend_files
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.common import _command
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.stack._preflight import CHECK_NAMES
 from ansible_collections.kunpeng_ascend.vllm.plugins.modules import ascend_preflight
 from ansible_collections.kunpeng_ascend.vllm.tests.helpers import (
     GIB,

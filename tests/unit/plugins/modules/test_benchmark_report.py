@@ -20,7 +20,7 @@ import subprocess
 import pytest
 from PIL import Image
 
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils import _benchmark_report
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.operations import _benchmark_report
 from ansible_collections.kunpeng_ascend.vllm.plugins.modules import benchmark_report
 from ansible_collections.kunpeng_ascend.vllm.tests.helpers import (
     FIXTURES,

@@ -16,11 +16,11 @@ import functools
 
 import pytest
 
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils import _doctor_host
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils import _failure_catalogue as catalogue
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.operations import _doctor_host
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.operations import _failure_catalogue as catalogue
 from ansible_collections.kunpeng_ascend.vllm.plugins.modules import vllm_endpoint_check
 from ansible_collections.kunpeng_ascend.vllm.tests.helpers import FailJson, load_fixture, run_main
-from ansible_collections.kunpeng_ascend.vllm.tests.unit.plugins.module_utils.test_vllm_endpoint import (
+from ansible_collections.kunpeng_ascend.vllm.tests.unit.plugins.module_utils.serving.test__vllm_endpoint import (
     KEY,
     MODEL,
     FakeClock,

@@ -15,8 +15,8 @@ import socket
 
 import pytest
 
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils import _toml
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._engine_config import ConfigError
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.common import _toml
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.stack._engine_config import ConfigError
 from ansible_collections.kunpeng_ascend.vllm.plugins.modules import container_engine_config
 from ansible_collections.kunpeng_ascend.vllm.tests.helpers import FailJson, load_fixture, run_main
 

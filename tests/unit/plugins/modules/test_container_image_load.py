@@ -12,7 +12,7 @@ import pytest
 
 from ansible_collections.kunpeng_ascend.vllm.plugins.modules import container_image_load
 from ansible_collections.kunpeng_ascend.vllm.tests.helpers import FailJson, run_main
-from ansible_collections.kunpeng_ascend.vllm.tests.unit.plugins.module_utils.test_image_archive import (
+from ansible_collections.kunpeng_ascend.vllm.tests.unit.plugins.module_utils.stack.test__image_archive import (
     OTHER,
     VLLM,
     docker_archive,

@@ -14,7 +14,7 @@ import os
 
 import pytest
 
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils import _fleet_plan
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.operations import _fleet_plan
 from ansible_collections.kunpeng_ascend.vllm.plugins.modules import fleet_plan
 from ansible_collections.kunpeng_ascend.vllm.tests.helpers import ExitJson, FailJson, capture_results, run_main
 

@@ -70,7 +70,7 @@ class FakeNics(dict):
         if option == '-ip':
             nic.update(address=params['address'], netmask=params['netmask'])
             if self.writes_conf:
-                from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._hccn_tool import render_hccn_conf
+                from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.ascend._hccn_tool import render_hccn_conf
                 text = open(self.conf).read() if os.path.exists(self.conf) else ''
                 with open(self.conf, 'w') as handle:
                     handle.write(render_hccn_conf(text, {device: {'address': params['address'],

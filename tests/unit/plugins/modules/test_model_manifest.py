@@ -15,7 +15,7 @@ import time
 
 import pytest
 
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils import _model_manifest
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.serving import _model_manifest
 from ansible_collections.kunpeng_ascend.vllm.plugins.modules import model_manifest
 from ansible_collections.kunpeng_ascend.vllm.tests.helpers import ExitJson, FailJson, make_tree, run_main
 

@@ -13,7 +13,7 @@ import json
 
 import pytest
 
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils import _agreement
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.serving import _agreement
 from ansible_collections.kunpeng_ascend.vllm.plugins.modules import model_quality_info
 from ansible_collections.kunpeng_ascend.vllm.tests.helpers import ExitJson, FailJson, run_main
 

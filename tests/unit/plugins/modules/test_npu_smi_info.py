@@ -13,8 +13,8 @@ from unittest import mock
 
 import pytest
 
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils import _command
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._npu_smi import parse_npu_smi_info
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.common import _command
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.ascend._npu_smi import parse_npu_smi_info
 from ansible_collections.kunpeng_ascend.vllm.plugins.modules import npu_smi_info
 from ansible_collections.kunpeng_ascend.vllm.tests.helpers import (
     PARSABLE_LOCALE,
@@ -24,7 +24,7 @@ from ansible_collections.kunpeng_ascend.vllm.tests.helpers import (
     load_fixture,
     run_main,
 )
-from ansible_collections.kunpeng_ascend.vllm.tests.unit.plugins.module_utils.test_npu_smi import HWHIAIUSER_HINT
+from ansible_collections.kunpeng_ascend.vllm.tests.unit.plugins.module_utils.ascend.test__npu_smi import HWHIAIUSER_HINT
 
 NPU_SMI = '/usr/local/bin/npu-smi'
 TIMED_OUT_HINT = ('npu-smi hung and was stopped by the timeout: a driver or device problem '

@@ -24,7 +24,7 @@ import time
 
 import pytest
 
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils import _load_generator
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.operations import _load_generator
 from ansible_collections.kunpeng_ascend.vllm.plugins.modules import vllm_benchmark
 from ansible_collections.kunpeng_ascend.vllm.plugins.modules.vllm_benchmark import ProcessReader
 from ansible_collections.kunpeng_ascend.vllm.tests.helpers import (

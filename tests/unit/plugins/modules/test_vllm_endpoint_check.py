@@ -16,12 +16,12 @@ import json
 
 import pytest
 
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils._failure_catalogue import ENTRIES
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.operations._failure_catalogue import ENTRIES
 from ansible.module_utils.testing import patch_module_args
 
 from ansible_collections.kunpeng_ascend.vllm.plugins.modules import vllm_endpoint_check
 from ansible_collections.kunpeng_ascend.vllm.tests.helpers import PARSABLE_LOCALE, TIMEOUT, ExitJson, FailJson, run_main
-from ansible_collections.kunpeng_ascend.vllm.tests.unit.plugins.module_utils.test_vllm_endpoint import (
+from ansible_collections.kunpeng_ascend.vllm.tests.unit.plugins.module_utils.serving.test__vllm_endpoint import (
     CREDENTIALS,
     KEY,
     MODEL,

@@ -21,7 +21,7 @@ import tempfile
 
 import pytest
 
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils import _known_good as kg
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.serving import _known_good as kg
 from ansible_collections.kunpeng_ascend.vllm.plugins.modules import vllm_known_good
 from ansible_collections.kunpeng_ascend.vllm.tests.helpers import FailJson, fails_after, run_main
 

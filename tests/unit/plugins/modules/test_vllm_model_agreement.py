@@ -19,7 +19,7 @@ import pytest
 
 from ansible_collections.kunpeng_ascend.vllm.plugins.modules import model_quality_info, vllm_model_agreement
 from ansible_collections.kunpeng_ascend.vllm.tests.helpers import ExitJson, FailJson, load_fixture, run_main
-from ansible_collections.kunpeng_ascend.vllm.tests.unit.plugins.module_utils.test_vllm_endpoint import CREDENTIALS
+from ansible_collections.kunpeng_ascend.vllm.tests.unit.plugins.module_utils.serving.test__vllm_endpoint import CREDENTIALS
 from ansible_collections.kunpeng_ascend.vllm.tests.unit.plugins.modules.test_vllm_endpoint_check import module_output
 
 KEY = 'sk-agreement-test-key'

@@ -19,7 +19,7 @@ import textwrap
 
 import pytest
 
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils import _soak
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.operations import _soak
 from ansible_collections.kunpeng_ascend.vllm.plugins.modules import vllm_soak
 from ansible_collections.kunpeng_ascend.vllm.tests.helpers import ExitJson, FailJson, capture_results, run_main
 from ansible_collections.kunpeng_ascend.vllm.tests.unit.plugins.modules.test_vllm_benchmark import (

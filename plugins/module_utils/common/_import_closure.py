@@ -20,24 +20,35 @@ import os
 PACKAGE = 'ansible_collections.kunpeng_ascend.vllm.plugins.module_utils'
 
 
-def _imports(path):
-    """The collection's module_utils ``path`` imports: (the parts of the name below PACKAGE, whether it must exist).
-    ``from X import a`` gives X, which must exist, and X.a, which is a module or a name inside X."""
-    with open(path, 'rb') as handle:
-        tree = ast.parse(handle.read(), filename=path)
-    found = []
+def imported_names(tree):
+    """(line, full name, whether it must exist) of each name below PACKAGE that the parsed module ``tree`` imports,
+    and (line, None, True) for a relative import. ``from X import a`` gives X, which must exist, and X.a, which is a
+    module or a name inside X."""
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom) and node.level:
-            raise ValueError('%s, line %d: a relative import, which is not followed (import by the full name)'
-                             % (path, node.lineno))
+            yield node.lineno, None, True
+            continue
         if isinstance(node, ast.Import):
             names = [(alias.name, True) for alias in node.names]
         elif isinstance(node, ast.ImportFrom):
             names = [(node.module, True)] + [('%s.%s' % (node.module, alias.name), False) for alias in node.names]
         else:
             continue
-        found += [(name[len(PACKAGE) + 1:].split('.'), required) for name, required in names
-                  if name.startswith(PACKAGE + '.')]
+        for name, required in names:
+            if name.startswith(PACKAGE + '.'):
+                yield node.lineno, name, required
+
+
+def _imports(path):
+    """The collection's module_utils ``path`` imports: (the parts of the name below PACKAGE, whether it must exist)."""
+    with open(path, 'rb') as handle:
+        tree = ast.parse(handle.read(), filename=path)
+    found = []
+    for line, name, required in imported_names(tree):
+        if name is None:
+            raise ValueError('%s, line %d: a relative import, which is not followed (import by the full name)'
+                             % (path, line))
+        found.append((name[len(PACKAGE) + 1:].split('.'), required))
     return found
 
 

@@ -14,28 +14,23 @@ from __future__ import annotations
 import ast
 import os
 
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.common._import_closure import PACKAGE, imported_names
 from ansible_collections.kunpeng_ascend.vllm.tests.helpers import TESTS
 
 MODULE_UTILS = os.path.join(os.path.dirname(TESTS), 'plugins', 'module_utils')
-PACKAGE = 'ansible_collections.kunpeng_ascend.vllm.plugins.module_utils'
 LAYERS = ('common', 'ascend', 'stack', 'serving', 'operations')
 
 
 def _imported_layers(tree):
-    """(line, the collection module_utils name imported, the layer it names) for each import of the module_utils;
-    (line, None, None) for a relative import."""
-    for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom) and node.level:
-            yield node.lineno, None, None
-        elif isinstance(node, ast.ImportFrom) and node.module == PACKAGE:
-            for alias in node.names:
-                yield node.lineno, '%s.%s' % (PACKAGE, alias.name), alias.name
-        else:
-            names = [alias.name for alias in node.names] if isinstance(node, ast.Import) else \
-                [node.module] if isinstance(node, ast.ImportFrom) else []
-            for name in names:
-                if name.startswith(PACKAGE + '.'):
-                    yield node.lineno, name, name[len(PACKAGE) + 1:].split('.')[0]
+    """(line, the collection module_utils name imported, the layer it names) for each import of the module_utils, read
+    by the closure's own reader (a ``from X import a`` once, as X); (line, None, None) for a relative import."""
+    seen = set()
+    for line, name, dummy in imported_names(tree):
+        if name is None:
+            yield line, None, None
+        elif (line, name.rsplit('.', 1)[0]) not in seen:
+            seen.add((line, name))
+            yield line, name, name[len(PACKAGE) + 1:].split('.')[0]
 
 
 def layer_problems(module_utils_dir):

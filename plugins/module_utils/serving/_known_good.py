@@ -276,3 +276,13 @@ def missing_for(entry, found):
             missing.append('the venv %s has vLLM %s, not the known good %s' % (
                 entry['venv'], found['vllm_version'], entry['vllm_version']))
     return missing
+
+
+def current_summary(local_facts, name):
+    """The summary of service ``name``'s current known good in the local facts ``setup`` read (``ansible_local``:
+    this collection's fact under its file name), or {} when there is none."""
+    fact = (local_facts or {}).get('kunpeng_ascend_vllm_known_good') if isinstance(local_facts, dict) else None
+    services = fact.get('services') if isinstance(fact, dict) else None
+    service = services.get(name) if isinstance(services, dict) else None
+    current = service.get('current') if isinstance(service, dict) else None
+    return current if isinstance(current, dict) else {}

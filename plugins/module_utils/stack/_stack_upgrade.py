@@ -20,6 +20,7 @@ import math
 import os
 
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.common._architecture import normalise_arch
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.common._json import JsonError, loads
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.stack._ascend_packages import (
     parse_package_file_name,
     version_order,
@@ -94,7 +95,7 @@ def upgrade_steps(installed, wanted):
     Returns ``steps`` (``{component, before, after}`` in the order to run them: firmware then driver when a driver is
     installed, else driver then firmware; then toolkit, kernels, NNAL), ``hdk`` and ``cann`` (whether the driver or
     firmware, and whether any CANN component, change) and ``drain`` (whether anything changes, so the service must
-    stop first).
+    stop first), and ``versions`` (component -> version once the steps ran).
     """
     installed = dict((key, _version(value, 'the installed %s version' % key)) for key, value in (installed or {}).items())
     wanted = dict((key, _version(value, 'the %s version to install' % key)) for key, value in (wanted or {}).items())
@@ -109,8 +110,10 @@ def upgrade_steps(installed, wanted):
         if after is not None and not _same(before, after):
             steps.append({'component': component, 'before': before, 'after': after})
     changing = set(step['component'] for step in steps)
+    versions = dict((component, installed.get(component)) for component in STACK)
+    versions.update((step['component'], step['after']) for step in steps)
     return {'steps': steps, 'hdk': bool(changing & set(HDK)), 'cann': bool(changing & set(CANN)),
-            'drain': bool(steps)}
+            'drain': bool(steps), 'versions': versions}
 
 
 def _fits(parsed, component, version, arch, chip):
@@ -181,6 +184,30 @@ def package_record(old, version, packages):
     return {'current': {'version': version, 'packages': dict(packages or {})}, 'previous': current or None}
 
 
+# The largest package record read back: a record names a few files.
+MAX_RECORD_BYTES = 1 << 20
+
+
+def recorded_package_files(text, where='a package record'):
+    """The package files a record of package_record's (``text``, its JSON; or a dict of such records by name) names,
+    current entry first, each entry's files in the record's order. :raises ValueError: naming ``where`` when the
+    text is no JSON."""
+    try:
+        record = loads(text, max_bytes=MAX_RECORD_BYTES)
+    except JsonError as error:
+        raise ValueError('%s is no package record: %s' % (where, error))
+    entries = [record] if isinstance(record, dict) and 'current' in record else (
+        list(record.values()) if isinstance(record, dict) else [])
+    files = []
+    for entry in entries:
+        if not isinstance(entry, dict):
+            continue
+        for side in (entry.get('current'), entry.get('previous')):
+            if isinstance(side, dict):
+                files.extend(path for path in (side.get('packages') or {}).values() if path)
+    return files
+
+
 def _components(versions, what):
     versions = dict((KNOWN_GOOD_KEYS.get(key, key), _version(value, 'the %s version in %s' % (key, what)))
                     for key, value in (versions or {}).items())
@@ -198,6 +225,11 @@ def _unknown(component, what, role, variables):
                        '%s' % (component, what, ' and '.join(variables), role)}
 
 
+def _sources(packages):
+    """The roles' package sources of ``packages`` (component -> file on the node): ``{path}``, null without a file."""
+    return dict((component, {'path': path} if path else None) for component, path in packages.items())
+
+
 def rollback_plan(target, installed, found=None):
     """How a node that failed its gate goes back to ``target`` (component -> version: the stack of its last known good,
     whose ``cann_toolkit`` and ``cann_kernels`` keys are accepted, else the versions installed before the upgrade; a
@@ -212,8 +244,9 @@ def rollback_plan(target, installed, found=None):
     part of the rollback is not planned. The order is ROLLBACK_ORDER's.
 
     Returns ``steps`` (``{component, before, after}`` in that order), ``needs`` (component -> version: the package
-    files the rollback installs from), ``cann`` (null, or ``{version, packages}`` with the ``toolkit``, ``kernels``
-    and ``nnal`` files, nnal null when the target has none), ``hdk`` (null, or ``{driver, firmware, packages}``),
+    files the rollback installs from), ``cann`` (null, or ``{version, packages, sources}`` with the ``toolkit``,
+    ``kernels`` and ``nnal`` files, nnal null when the target has none, and ``sources`` the same as the roles' package
+    variables take them, ``{path}`` or null), ``hdk`` (null, or ``{driver, firmware, packages, sources}``),
     ``missing`` (``{component, version, name}`` for each need without a file in ``found``, as missing_message takes
     it), ``unknown`` (``{component, variable, message}`` for each version needed and not known; its part - CANN, or
     driver and firmware - is then null) and ``complete`` (nothing missing nor unknown).
@@ -235,8 +268,9 @@ def rollback_plan(target, installed, found=None):
             needs.update(toolkit=version, kernels=version)
             if target.get('nnal') is not None:
                 needs['nnal'] = target['nnal']
-            cann = {'version': version, 'packages': {'toolkit': found.get('toolkit'), 'kernels': found.get('kernels'),
-                                                     'nnal': found.get('nnal') if 'nnal' in needs else None}}
+            packages = {'toolkit': found.get('toolkit'), 'kernels': found.get('kernels'),
+                        'nnal': found.get('nnal') if 'nnal' in needs else None}
+            cann = {'version': version, 'packages': packages, 'sources': _sources(packages)}
     if set(changes) & set(HDK):
         versions = dict((component, target.get(component) or installed.get(component)) for component in HDK)
         for component in HDK:
@@ -246,8 +280,9 @@ def rollback_plan(target, installed, found=None):
                                         [VERSION_VARIABLES[name] for name in sorted(HDK, key=lambda n: n != component)]))
         if None not in versions.values():
             needs.update(versions)
-            hdk = {'driver': needs['driver'], 'firmware': needs['firmware'],
-                   'packages': {'driver': found.get('driver'), 'firmware': found.get('firmware')}}
+            packages = {'driver': found.get('driver'), 'firmware': found.get('firmware')}
+            hdk = {'driver': needs['driver'], 'firmware': needs['firmware'], 'packages': packages,
+                   'sources': _sources(packages)}
     missing = [{'component': component, 'version': needs[component], 'name': file_name(component, needs[component])}
                for component in ROLLBACK_ORDER if component in needs and not found.get(component)]
     steps = [{'component': component, 'before': installed.get(component), 'after': target[component]}

@@ -9,12 +9,15 @@ file names, as the Ascend download pages and the install guide give them)."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.stack._stack_upgrade import (
     missing_message,
     package_record,
     previous_packages,
+    recorded_package_files,
     rollback_plan,
     upgrade_steps,
 )
@@ -53,7 +56,33 @@ def test_first_install_runs_driver_before_firmware():
 def test_versions_equal_ignoring_case_need_nothing_and_no_drain():
     installed = dict(OLD, toolkit='8.1.rc1', driver='24.1.RC1')
     result = upgrade_steps(installed, OLD)
-    assert result == {'steps': [], 'hdk': False, 'cann': False, 'drain': False}
+    assert result == {'steps': [], 'hdk': False, 'cann': False, 'drain': False, 'versions': installed}
+
+
+def test_the_versions_after_the_steps_are_the_installed_ones_with_each_step_done():
+    result = upgrade_steps(dict(OLD, nnal=None), {'driver': NEW['driver'], 'toolkit': NEW['toolkit']})
+    assert result['versions'] == dict(OLD, nnal=None, driver=NEW['driver'], toolkit=NEW['toolkit'])
+
+
+def test_a_record_names_its_files_current_first_and_a_dict_of_records_all_of_theirs():
+    record = package_record(package_record(None, '8.1.RC1', {'toolkit': '/p/t81.run'}), '8.2.RC1',
+                            {'toolkit': '/p/t82.run', 'nnal': ''})
+    assert recorded_package_files(json.dumps(record)) == ['/p/t82.run', '/p/t81.run']
+    assert recorded_package_files(json.dumps({'a': record, 'b': 'not an entry'})) == ['/p/t82.run', '/p/t81.run']
+    assert recorded_package_files('[]') == []
+
+
+def test_a_record_that_is_no_json_is_named_in_the_error():
+    with pytest.raises(ValueError, match='/etc/ascend/cann-packages.json is no package record'):
+        recorded_package_files('{"current": ', '/etc/ascend/cann-packages.json')
+
+
+def test_the_rollback_gives_the_roles_sources_of_its_files():
+    result = rollback_plan(OLD, NEW, FOUND)
+    assert result['cann']['sources'] == {'toolkit': {'path': FOUND['toolkit']}, 'kernels': {'path': FOUND['kernels']},
+                                         'nnal': {'path': FOUND['nnal']}}
+    assert result['hdk']['sources'] == {'driver': {'path': FOUND['driver']}, 'firmware': {'path': FOUND['firmware']}}
+    assert rollback_plan(dict(OLD, nnal=None), NEW, FOUND)['cann']['sources']['nnal'] is None
 
 
 def test_only_cann_changes_leaves_the_driver_alone():
@@ -135,10 +164,10 @@ def test_rollback_goes_back_cann_first_then_firmware_then_driver():
     assert components(result) == ['toolkit', 'kernels', 'nnal', 'firmware', 'driver']
     assert result['steps'][4] == {'component': 'driver', 'before': '24.1.0', 'after': '24.1.rc1'}
     assert result['needs'] == OLD
-    assert result['cann'] == {'version': '8.1.RC1', 'packages': {
-        'toolkit': FOUND['toolkit'], 'kernels': FOUND['kernels'], 'nnal': FOUND['nnal']}}
-    assert result['hdk'] == {'driver': '24.1.rc1', 'firmware': '7.5.0.3.220',
-                             'packages': {'driver': FOUND['driver'], 'firmware': FOUND['firmware']}}
+    assert result['cann']['version'] == '8.1.RC1'
+    assert result['cann']['packages'] == {'toolkit': FOUND['toolkit'], 'kernels': FOUND['kernels'], 'nnal': FOUND['nnal']}
+    assert (result['hdk']['driver'], result['hdk']['firmware']) == ('24.1.rc1', '7.5.0.3.220')
+    assert result['hdk']['packages'] == {'driver': FOUND['driver'], 'firmware': FOUND['firmware']}
     assert (result['missing'], result['complete']) == ([], True)
 
 

@@ -20,7 +20,9 @@ paths to a first service) names every role, module, filter, test plugin and play
 docs/architecture.md's layout table has each role, module, module_utils file, filter, test plugin and scenario in its
 column; its public table ("What you may touch") names every public role, filter, test plugin, playbook and exported
 fact; roles/README.md names every role and, for every playbook, the roles it runs; every exported fact is named in
-its role's README, in the hand-kept part. The other way round, a name in those tables that is not in the tree fails:
+its role's README, in the hand-kept part. Lists in the prose that name a set the tree decides (PROSE_LISTS: the roles
+that refresh the package lists, that use package_fetch, that ship programs with their module_utils, plan.yml's
+default roles) name exactly that set. The other way round, a name in those tables that is not in the tree fails:
 a module, role, filter, module_utils file, scenario, test file, playbook or path that does not exist.
 """
 
@@ -498,6 +500,78 @@ def check_role_readmes_name_their_facts():
     return problems
 
 
+# --- lists in the prose: each sentence or cell that lists a set the tree decides ----------------------------------
+
+def _role_files_text(role):
+    """The text of a role's task and vars files (what it runs and what it passes)."""
+    texts = []
+    for sub in ('tasks', 'vars'):
+        for name in _listdir('roles', role, sub):
+            if name.endswith(('.yml', '.yaml')):
+                with open(os.path.join(REPO, 'roles', role, sub, name), encoding='utf-8') as handle:
+                    texts.append(handle.read())
+    return '\n'.join(texts)
+
+
+def roles_using(pattern):
+    """The roles whose task or vars files match ``pattern`` (a regular expression), sorted."""
+    return sorted(role for role in tree().roles if re.search(pattern, _role_files_text(role), re.M))
+
+
+def plan_roles_default():
+    """The roles playbooks/plan.yml checks the inputs of by default (its ``plan_roles`` default)."""
+    match = re.search(r"plan_roles \| default\(\[([^\]]*)\]\)", read('playbooks/plan.yml'))
+    assert match, 'playbooks/plan.yml no longer gives plan_roles a default list'
+    return sorted(re.findall(r"'([a-z_]+)'", match.group(1)))
+
+
+# (doc, where the list is: a table row's first-cell start and the cell's index, or a sentence's start and its end,
+# what it lists, the rule that gives the set)
+PROSE_LISTS = (
+    ('docs/architecture.md', ('row', '| OS packages: the package lists refreshed', 1),
+     'the roles that refresh the package lists', lambda: roles_using(r'kunpeng_ascend\.vllm\.package_lists:')),
+    ('docs/reference.md', ('row', '| `kunpeng_ascend.vllm.package_lists` |', 1),
+     'the roles that refresh the package lists', lambda: roles_using(r'kunpeng_ascend\.vllm\.package_lists:')),
+    ('docs/reference.md', ('row', '| `roles/package_fetch` |', 1),
+     'the roles that put a package file with package_fetch',
+     lambda: roles_using(r'name: kunpeng_ascend\.vllm\.package_fetch$')),
+    ('docs/architecture.md', ('text', 'The programs the roles ship to a host', ') take the module_utils'),
+     'the roles that ship programs with their module_utils', lambda: roles_using(r'module_utils_closure')),
+    ('docs/plan.md', ('row', '| `plan_roles` |', 2), "plan.yml's default plan_roles", plan_roles_default),
+)
+
+
+def _fragment(text, where):
+    kind, start, end = where
+    if kind == 'row':
+        rows = [line for line in text.splitlines() if line.startswith(start)]
+        if len(rows) != 1:
+            return None
+        cells = split_row(rows[0])
+        return cells[end] if end < len(cells) else None
+    begin = text.find(start)
+    stop = text.find(end, begin)
+    return None if begin < 0 or stop < 0 else text[begin:stop]
+
+
+def check_prose_lists(texts=None):
+    """Each list of PROSE_LISTS names exactly the roles its rule gives."""
+    problems = []
+    roles = set(tree().roles)
+    for doc, where, what, rule in PROSE_LISTS:
+        fragment = _fragment((texts or {}).get(doc) or read(doc), where)
+        if fragment is None:
+            problems.append('%s: the list of %s is not found (%s)' % (doc, what, where[1]))
+            continue
+        named = sorted(set(name[len(NAMESPACE):] if name.startswith(NAMESPACE) else name
+                           for name in mentions(fragment)) & roles)
+        expected = rule()
+        if named != expected:
+            problems.append('%s: the list of %s names %s; the tree has %s' % (
+                doc, what, ', '.join(named) or 'none', ', '.join(expected) or 'none'))
+    return problems
+
+
 def _assert_none(problems):
     assert not problems, '\n'.join(problems)
 
@@ -540,6 +614,23 @@ def test_no_table_names_what_the_tree_does_not_have():
 
 def test_every_exported_fact_is_named_in_its_role_readme():
     _assert_none(check_role_readmes_name_their_facts())
+
+
+def test_every_list_in_the_prose_names_what_the_tree_has():
+    _assert_none(check_prose_lists())
+
+
+def test_a_list_in_the_prose_that_lacks_a_role_is_named():
+    text = _drop(read('docs/reference.md'), 'for `npu_driver`, `cann` and `container_runtime`', 'for `npu_driver` and `cann`')
+    assert check_prose_lists({'docs/reference.md': text}) == [
+        'docs/reference.md: the list of the roles that put a package file with package_fetch names cann, npu_driver;'
+        ' the tree has cann, container_runtime, npu_driver']
+
+
+def test_a_list_in_the_prose_that_is_gone_is_named():
+    text = _drop(read('docs/plan.md'), '| `plan_roles` |', '| `plan_roles_gone` |')
+    assert check_prose_lists({'docs/plan.md': text}) == [
+        'docs/plan.md: the list of plan.yml\'s default plan_roles is not found (| `plan_roles` |)']
 
 
 # --- the checks can fail -----------------------------------------------------------------------------------------

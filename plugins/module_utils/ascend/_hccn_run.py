@@ -42,6 +42,7 @@ from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.ascend._hccn_t
 RESULT_KEYS = ('id', 'address', 'netmask', 'gateway', 'netdetect', 'tls', 'link', 'net_health')
 # hccn.conf holds a few lines per device (about 2 KiB for 16 devices): a larger file is no hccn.conf.
 MAX_CONF_BYTES = 1 << 20
+NOT_REGULAR = 'conf_path: %s is not a regular file; fix it or set conf_path'
 # hccn_ping's whole-number options and their bounds.
 PING_BOUNDS = (('count', 1, 100), ('timeout', 1, 300), ('parallel', 1, 64))
 
@@ -63,11 +64,13 @@ def read_conf(path):
     try:
         data = read_regular_file(path, MAX_CONF_BYTES, 'an hccn.conf')
     except UnreadableFile as error:
-        raise ConfError('conf_path: %s; fix it or set conf_path' % error)
+        if error.reason.endswith(', not a regular file'):
+            raise ConfError(NOT_REGULAR % path)
+        raise ConfError('conf_path: %s: %s; fix it or set conf_path' % (path, error.reason))
     if data is None:
         if os.path.lexists(path):
             # A symbolic link to nothing: written through, it would create a file wherever it points.
-            raise ConfError('conf_path: %s is not a regular file; fix it or set conf_path' % path)
+            raise ConfError(NOT_REGULAR % path)
         return ''
     try:
         return data.decode('utf-8')

@@ -160,42 +160,9 @@ seconds:
   sample: 0.42
 """
 
-import ipaddress
-import time
-from concurrent.futures import ThreadPoolExecutor
-
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.common import _command
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.common._command import CommandRunner
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.ascend._hccn_tool import OUT_OF_RANGE, ping_outcome
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.common._warnings import WarningCap
-
-BOUNDS = (('count', 1, 100), ('timeout', 1, 300), ('parallel', 1, 64))
-
-
-def check_input(params):
-    """The pings checked: ``[{'device', 'address', 'name'}]``; a ValueError naming the option that is wrong."""
-    for option, low, high in BOUNDS:
-        if not low <= params[option] <= high:
-            raise ValueError('%s: give a whole number from %d to %d, not %d' % (option, low, high, params[option]))
-    if not 0 <= params['max_loss_percent'] <= 100:
-        raise ValueError('max_loss_percent: give a percentage from 0 to 100, not %s' % params['max_loss_percent'])
-    checked = []
-    for index, entry in enumerate(params['pings']):
-        where = 'pings[%d]' % index
-        if entry['device'] < 0:
-            raise ValueError('%s.device: give the NPU device id (a number >= 0, as in hccn_tool -i), not %d'
-                             % (where, entry['device']))
-        try:
-            address = ipaddress.IPv4Address(str(entry['address']).strip())
-        except ValueError:
-            raise ValueError('%s.address: %r is not an IPv4 address' % (where, entry['address']))
-        if address.is_unspecified or address.is_multicast or address.is_loopback or \
-                address == ipaddress.IPv4Address('255.255.255.255'):
-            raise ValueError('%s.address: %s cannot be an NPU NIC address' % (where, address))
-        checked.append({'device': entry['device'], 'address': str(address), 'name': entry.get('name')})
-    return checked
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.ascend._hccn_run import run_pings
 
 
 def main():
@@ -214,48 +181,7 @@ def main():
         ),
         supports_check_mode=True,
     )
-    params = module.params
-    try:
-        pings = check_input(params)
-    except ValueError as error:
-        module.fail_json(msg=str(error))
-    tool = params['hccn_tool_path']
-    if not _command.is_executable(tool):
-        module.fail_json(msg='hccn_tool_path: %s is not an executable file: install the NPU driver (role '
-                             'kunpeng_ascend.vllm.npu_driver) or set hccn_tool_path to hccn_tool' % tool)
-    runner = CommandRunner(module, params['timeout'])
-    warnings = WarningCap()
-
-    def ping(entry):
-        argv = [tool, '-i', str(entry['device']), '-ping', '-g', 'address', entry['address'],
-                'pkt', str(params['count'])]
-        return runner.run(argv)
-
-    started = time.monotonic()
-    if pings:
-        with ThreadPoolExecutor(max_workers=min(params['parallel'], len(pings))) as pool:
-            runs = list(pool.map(ping, pings))
-    else:
-        runs = []
-    seconds = round(time.monotonic() - started, 3)
-
-    results = []
-    for index, (entry, result) in enumerate(zip(pings, runs)):
-        outcome = ping_outcome(result, params['max_loss_percent'], warnings)
-        if outcome['kind'] == OUT_OF_RANGE:
-            warnings.emit(module.warn)
-            module.fail_json(
-                msg='pings[%d].device: device %d does not exist on this host (hccn_tool -i %d: %s); list the '
-                    'devices with `npu-smi info -m` (Chip Logic ID)' % (index, entry['device'], entry['device'],
-                                                                        outcome['error']),
-                **_command.failure_data(result))
-        kind = outcome.pop('kind')
-        if kind == 'timeout':
-            outcome['error'] = 'no answer within %d s (timeout)' % params['timeout']
-        results.append(dict(entry, **outcome))
-    warnings.emit(module.warn)
-    module.exit_json(changed=False, results=results, failed_pings=[item for item in results if not item['ok']],
-                     seconds=seconds)
+    module.exit_json(**run_pings(module))
 
 
 if __name__ == '__main__':

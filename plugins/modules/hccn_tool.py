@@ -182,59 +182,9 @@ hccn_conf:
   sample: {"0": {"address": 10.20.11.11, "netmask": 255.255.255.0}}
 """
 
-import os
-
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.common.text.converters import to_bytes
 
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.common._atomic_write import write_atomically
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.common import _command
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.common._command import CommandRunner
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.ascend._hccn_tool import (
-    HccnToolFailure,
-    differences,
-    parse_hccn_conf,
-    plan_changes,
-    read_device,
-    run_checked,
-    validate_devices,
-)
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.common._warnings import WarningCap
-
-RESULT_KEYS = ('id', 'address', 'netmask', 'gateway', 'netdetect', 'tls', 'link', 'net_health')
-
-
-class ConfError(Exception):
-    """hccn.conf cannot be read or written; the message names the file."""
-
-
-def read_conf(path):
-    """The text of hccn.conf, '' when there is none."""
-    if not os.path.lexists(path):
-        return ''
-    if not os.path.isfile(path):
-        raise ConfError('conf_path: %s is not a regular file; fix it or set conf_path' % path)
-    try:
-        with open(path, 'rb') as handle:
-            return handle.read().decode('utf-8')
-    except UnicodeDecodeError as error:
-        raise ConfError('conf_path: %s is not UTF-8 text (%s): fix it; it was left unchanged' % (path, error))
-    except (IOError, OSError) as error:
-        raise ConfError('conf_path: %s cannot be read: %s' % (path, error.strerror or error))
-
-
-def write_conf(module, path, text):
-    """Write ``text`` to ``path`` atomically, keeping the owner, group and mode of an existing file."""
-    try:
-        write_atomically(module, path, to_bytes(text))
-    except (IOError, OSError) as error:
-        raise ConfError('conf_path: %s cannot be written: %s' % (path, error.strerror or error))
-
-
-def public(values, before=None):
-    """A device's values as returned; link and health from ``before`` when ``values`` is a prediction."""
-    merged = dict(before or {}, **values)
-    return dict((key, merged.get(key)) for key in RESULT_KEYS)
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.ascend._hccn_run import set_nics
 
 
 def main():
@@ -255,98 +205,7 @@ def main():
         ),
         supports_check_mode=True,
     )
-    params = module.params
-    state = params['state']
-    if state == 'present' and not params['devices']:
-        module.fail_json(msg='devices: give at least one device to set with state=present (or use state=read)')
-    try:
-        declared = validate_devices(params['devices'])
-    except ValueError as error:
-        module.fail_json(msg=str(error))
-
-    tool = params['hccn_tool_path']
-    if not _command.is_executable(tool):
-        module.fail_json(msg='hccn_tool_path: %s is not an executable file: install the NPU driver (role '
-                             'kunpeng_ascend.vllm.npu_driver) or set hccn_tool_path to hccn_tool' % tool)
-    conf_path = params['conf_path']
-    try:
-        conf_before = read_conf(conf_path)
-    except ConfError as error:
-        module.fail_json(msg=str(error))
-
-    warnings = WarningCap()
-    ids = [item['id'] for item in declared]
-    where = dict((item['id'], 'devices[%d]' % item['index']) for item in declared)
-    if not ids:
-        ids = sorted(parse_hccn_conf(conf_before))
-        if not ids:
-            module.fail_json(msg='devices: no device given and %s names none: list the device ids to read' % conf_path)
-    runner = CommandRunner(module, params['timeout'])
-
-    def run(args):
-        return runner.run([tool] + list(args))
-
-    def fail(failure, **extra):
-        warnings.emit(module.warn)
-        runner.fail(failure.result, failure.msg, **extra)
-
-    current = {}
-    try:
-        for device in ids:
-            current[device] = read_device(run, device, warnings, where.get(device))
-    except HccnToolFailure as failure:
-        fail(failure)
-
-    if state == 'read':
-        conf_values = parse_hccn_conf(conf_before, warnings)
-        warnings.emit(module.warn)
-        module.exit_json(changed=False, devices=[public(current[d]) for d in ids], commands=[], conf_changed=False,
-                         hccn_conf=conf_values)
-
-    try:
-        commands, conf_after, expected = plan_changes(declared, current, conf_before)
-    except ValueError as error:
-        warnings.emit(module.warn)
-        module.fail_json(msg=str(error))
-    shown = [' '.join(['hccn_tool'] + command) for command in commands]
-
-    if module.check_mode:
-        final, values = conf_after, dict((d, public(expected[d], current[d])) for d in ids)
-    else:
-        done = []
-        try:
-            for command in commands:
-                run_checked(run, command, where.get(int(command[1])))
-                done.append(' '.join(['hccn_tool'] + command))
-        except HccnToolFailure as failure:
-            fail(failure, commands=done)
-        values = dict((d, public(current[d])) for d in ids)
-        try:
-            for device in sorted(set(int(command[1]) for command in commands)):
-                values[device] = public(read_device(run, device, warnings, where.get(device)))
-        except HccnToolFailure as failure:
-            fail(failure, commands=done)
-        wrong = differences(declared, values)
-        if wrong:
-            warnings.emit(module.warn)
-            module.fail_json(msg='hccn_tool accepted the settings but reads back other values: %s' % '; '.join(wrong),
-                             commands=done, devices=[values[d] for d in ids])
-        try:
-            # The tool may have written hccn.conf itself: persist against what is there now.
-            conf_now = read_conf(conf_path)
-            final = plan_changes(declared, dict((d, values[d]) for d in ids), conf_now)[1]
-            if final != conf_now:
-                write_conf(module, conf_path, final)
-        except (ConfError, ValueError) as error:
-            warnings.emit(module.warn)
-            module.fail_json(msg=str(error), commands=done)
-
-    result = dict(changed=bool(commands) or final != conf_before, devices=[values[d] for d in ids], commands=shown,
-                  conf_changed=final != conf_before, hccn_conf=parse_hccn_conf(final, warnings))
-    if module._diff:
-        result['diff'] = dict(before=conf_before, after=final, before_header=conf_path, after_header=conf_path)
-    warnings.emit(module.warn)
-    module.exit_json(**result)
+    module.exit_json(**set_nics(module))
 
 
 if __name__ == '__main__':

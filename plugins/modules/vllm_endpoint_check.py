@@ -251,78 +251,8 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.common import _systemd
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.common._command import CommandRunner
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.operations._failure_catalogue import describe, explain
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.common._secrets import mask, url_secrets
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.serving._vllm_endpoint import (
-    EndpointCheck,
-    Refused,
-    StageFailed,
-    describe_unit,
-    option_problems,
-    ssl_context,
-    unit_is_down,
-)
-
-# Seconds systemctl and journalctl may take.
-COMMAND_TIMEOUT = 30
-# Seconds between two readings of the unit's state while waiting.
-UNIT_POLL_SECONDS = 10
-UNIT_PROPERTIES = ('ActiveState', 'SubState', 'NRestarts', 'MainPID')
-
-
-class Unit:
-    """The systemd unit of the service, read through the command runner; reading it never fails the module."""
-
-    def __init__(self, module, name, journal_lines, clock=time.monotonic):
-        self.module = module
-        self.name = name
-        self.journal_lines = journal_lines
-        self.clock = clock
-        self.runner = CommandRunner(module, COMMAND_TIMEOUT)
-        self.last_poll = None
-        # Whether the wait ended because the unit was down (its state is then in the message already).
-        self.down = False
-
-    def _run(self, tool, args):
-        """stdout of ``tool ARGS``, or an error text (str, second item) when it cannot be had."""
-        path = self.module.get_bin_path(tool)
-        if not path:
-            return None, '%s was not found in PATH' % tool
-        argv = [path] + args
-        result = self.runner.run(argv)
-        if result.timed_out:
-            return None, '%s did not answer within %d s' % (' '.join(argv), COMMAND_TIMEOUT)
-        if result.rc != 0:
-            output = (result.stderr or result.stdout).strip()
-            return None, '%s failed (rc %d): %s' % (' '.join(argv), result.rc, output)
-        return result.stdout, None
-
-    def state(self):
-        """_systemd.parse_show_one's dict, or the error text."""
-        try:
-            args = _systemd.show_argv('systemctl', [self.name], UNIT_PROPERTIES)[1:]
-        except ValueError as error:
-            return str(error)
-        stdout, error = self._run('systemctl', args)
-        return error if error else _systemd.parse_show_one(stdout)
-
-    def journal(self):
-        """The last lines of the unit's journal, or a one-line list with the error."""
-        stdout, error = self._run('journalctl', ['-u', self.name, '--no-pager', '-n', str(self.journal_lines)])
-        return [error] if error else stdout.splitlines()
-
-    def on_retry(self, stage, error):
-        """Stop waiting (Refused) when the unit is down; read its state at most every UNIT_POLL_SECONDS."""
-        now = self.clock()
-        if self.last_poll is not None and now - self.last_poll < UNIT_POLL_SECONDS:
-            return
-        self.last_poll = now
-        state = self.state()
-        if isinstance(state, dict) and unit_is_down(state):
-            self.down = True
-            raise Refused('%s, so it will not come up by itself (see unit_journal)' % describe_unit(self.name, state))
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.operations import _failure_catalogue
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.serving._vllm_endpoint import check_endpoint
 
 
 def main(clock=time.monotonic, sleep=time.sleep):
@@ -348,48 +278,8 @@ def main(clock=time.monotonic, sleep=time.sleep):
         # The module only reads, so check mode asks the endpoint as well.
         supports_check_mode=True,
     )
-    params = module.params
-    # A password in the URL (refused below) is masked by Ansible everywhere, the invocation's arguments included.
-    module.no_log_values.update(url_secrets(params['url']))
-    key = params['api_key']
-    problems = option_problems(params)
-    if problems:
-        module.fail_json(msg='; '.join(problems))
-    if not params['served_model_name'].strip():
-        module.fail_json(msg='served_model_name must not be empty')
-    if params['unit'] is not None and not params['unit'].strip():
-        module.fail_json(msg='unit must not be empty: leave it out, or name the service unit')
-    unit = Unit(module, params['unit'], params['journal_lines'], clock) if params['unit'] else None
-    try:
-        context = ssl_context(params['validate_certs'], params['ca_path'])
-    except OSError as error:
-        module.fail_json(msg='ca_path: %s cannot be read as PEM CA certificates: %s' % (params['ca_path'], error))
-    try:
-        check = EndpointCheck(
-            params['url'], params['served_model_name'], api_key=key, timeout=params['timeout'],
-            interval=params['interval'], request_timeout=params['request_timeout'], prompt=params['prompt'],
-            max_tokens=params['max_tokens'], chat=params['chat'], expect_unauthorized=params['expect_unauthorized'],
-            context=context, on_retry=unit.on_retry if unit else None, clock=clock, sleep=sleep,
-            ca_path=params['ca_path'])
-    except ValueError as error:
-        module.fail_json(msg=mask(str(error), key))
-    try:
-        result = check.run()
-    except StageFailed as failure:
-        failed = dict(msg=failure.msg, stage=failure.stage, error=failure.error, status=failure.status,
-                      stages=dict(check.stages), seconds=round(check.elapsed(), 3), url=check.base,
-                      unit_state=None, unit_journal=None, known_failures=None)
-        if unit:
-            failed['unit_state'] = unit.state()
-            failed['unit_journal'] = unit.journal()
-            if isinstance(failed['unit_state'], dict) and not unit.down:
-                failed['msg'] += ' (%s)' % describe_unit(unit.name, failed['unit_state'])
-            # What the log says went wrong, from the catalogue of known failures, instead of only "timed out".
-            failed['known_failures'] = explain(failed['unit_journal'])
-            if failed['known_failures']:
-                failed['msg'] += '; %s' % describe(failed['known_failures'])
-        module.fail_json(**mask(failed, key))
-    module.exit_json(changed=False, **mask(result, key))
+    # The catalogue of known failures is of the operations layer, above serving: handed in.
+    module.exit_json(changed=False, **check_endpoint(module, _failure_catalogue, clock, sleep))
 
 
 if __name__ == '__main__':

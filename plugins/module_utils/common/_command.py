@@ -112,3 +112,17 @@ class CommandRunner:
     def fail(self, result, msg, **extra):
         """Fail the module with ``msg`` and the command's data."""
         self._module.fail_json(msg=msg, **dict(failure_data(result), **extra))
+
+    def output(self, name, args):
+        """``(stdout, None)`` of the tool ``name`` found on PATH run with ``args``, or ``(None, error text)`` when it is
+        not there, runs out of time or exits non-zero: for what a module reports and never fails over."""
+        path = self._module.get_bin_path(name)
+        if not path:
+            return None, '%s was not found in PATH' % name
+        argv = [path] + list(args)
+        result = self.run(argv)
+        if result.timed_out:
+            return None, '%s did not answer within %d s' % (' '.join(argv), self._seconds)
+        if result.rc != 0:
+            return None, '%s failed (rc %d): %s' % (' '.join(argv), result.rc, (result.stderr or result.stdout).strip())
+        return result.stdout, None

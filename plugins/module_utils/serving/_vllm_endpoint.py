@@ -13,6 +13,9 @@ managed host).
 
 A stage's attempt raises NotYet when trying again may help (no answer yet, 503, a model still missing) and
 Refused when it cannot (the API key refused, a request the server rejects, an open endpoint that should not be).
+
+At its end, the module's run (``check_endpoint``): its options checked, the service's systemd unit read through the
+command runner (``Unit``) and, when the check fails, the unit's state, journal and known failures reported.
 """
 
 from __future__ import annotations
@@ -26,9 +29,10 @@ import threading
 import time
 from urllib.parse import urlsplit
 
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.common import _json
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.common import _json, _systemd
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.common._command import CommandRunner
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.common._numbers import MAX_SECONDS, number_problem
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.common._secrets import shown_url
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.common._secrets import mask, shown_url, url_secrets
 
 # Bytes of an answer that are read; an answer longer than this is cut (and then fails to parse as JSON).
 MAX_BODY_BYTES = 1024 * 1024
@@ -482,3 +486,111 @@ class EndpointCheck:
         result['stages'] = dict(self.stages)
         result['seconds'] = round(self.elapsed(), 3)
         return result
+
+
+# ------------------------------------------------------------------------------------------------------- the module
+
+# Seconds systemctl and journalctl may take.
+COMMAND_TIMEOUT = 30
+# Seconds between two readings of the unit's state while waiting.
+UNIT_POLL_SECONDS = 10
+UNIT_PROPERTIES = ('ActiveState', 'SubState', 'NRestarts', 'MainPID')
+
+
+class Unit:
+    """The systemd unit of the service, read through the command runner; reading it never fails the module."""
+
+    def __init__(self, module, name, journal_lines, clock=time.monotonic):
+        self.name = name
+        self.journal_lines = journal_lines
+        self.clock = clock
+        self.runner = CommandRunner(module, COMMAND_TIMEOUT)
+        self.last_poll = None
+        # Whether the wait ended because the unit was down (its state is then in the message already).
+        self.down = False
+
+    def state(self):
+        """_systemd.parse_show_one's dict, or the error text."""
+        try:
+            args = _systemd.show_argv('systemctl', [self.name], UNIT_PROPERTIES)[1:]
+        except ValueError as error:
+            return str(error)
+        stdout, error = self.runner.output('systemctl', args)
+        return error if error else _systemd.parse_show_one(stdout)
+
+    def journal(self):
+        """The last lines of the unit's journal, or a one-line list with the error."""
+        stdout, error = self.runner.output('journalctl', ['-u', self.name, '--no-pager', '-n', str(self.journal_lines)])
+        return [error] if error else stdout.splitlines()
+
+    def on_retry(self, stage, error):
+        """Stop waiting (Refused) when the unit is down; read its state at most every UNIT_POLL_SECONDS."""
+        now = self.clock()
+        if self.last_poll is not None and now - self.last_poll < UNIT_POLL_SECONDS:
+            return
+        self.last_poll = now
+        state = self.state()
+        if isinstance(state, dict) and unit_is_down(state):
+            self.down = True
+            raise Refused('%s, so it will not come up by itself (see unit_journal)' % describe_unit(self.name, state))
+
+
+def unit_report(msg, name, state, journal, down, catalogue):
+    """What a failure adds of the unit ``name``: ``{'msg', 'unit_state', 'unit_journal', 'known_failures'}``, the
+    message ``msg`` extended with the unit's state (unless ``down``: the wait ended on it, so ``msg`` says it
+    already) and the known failures ``catalogue`` (``explain(lines)``, ``describe(found)``; the operations layer's
+    _failure_catalogue, handed in by the module) finds in ``journal``."""
+    if isinstance(state, dict) and not down:
+        msg += ' (%s)' % describe_unit(name, state)
+    # What the log says went wrong, from the catalogue of known failures, instead of only "timed out".
+    known = catalogue.explain(journal)
+    if known:
+        msg += '; %s' % catalogue.describe(known)
+    return dict(msg=msg, unit_state=state, unit_journal=journal, known_failures=known)
+
+
+def _option_failure(params):
+    """The message of the first options that are wrong, None when they are right."""
+    problems = option_problems(params)
+    if problems:
+        return '; '.join(problems)
+    if not params['served_model_name'].strip():
+        return 'served_model_name must not be empty'
+    if params['unit'] is not None and not params['unit'].strip():
+        return 'unit must not be empty: leave it out, or name the service unit'
+    return None
+
+
+def check_endpoint(module, catalogue, clock=time.monotonic, sleep=time.sleep):
+    """vllm_endpoint_check's run on ``module``'s options: the result of the check that passed (the API key masked);
+    the module fails (its key masked) on wrong options or a stage that fails. ``catalogue``: see unit_report."""
+    params = module.params
+    # A password in the URL (refused below) is masked by Ansible everywhere, the invocation's arguments included.
+    module.no_log_values.update(url_secrets(params['url']))
+    key = params['api_key']
+    problem = _option_failure(params)
+    if problem:
+        module.fail_json(msg=problem)
+    unit = Unit(module, params['unit'], params['journal_lines'], clock) if params['unit'] else None
+    try:
+        context = ssl_context(params['validate_certs'], params['ca_path'])
+    except OSError as error:
+        module.fail_json(msg='ca_path: %s cannot be read as PEM CA certificates: %s' % (params['ca_path'], error))
+    try:
+        check = EndpointCheck(
+            params['url'], params['served_model_name'], api_key=key, timeout=params['timeout'],
+            interval=params['interval'], request_timeout=params['request_timeout'], prompt=params['prompt'],
+            max_tokens=params['max_tokens'], chat=params['chat'], expect_unauthorized=params['expect_unauthorized'],
+            context=context, on_retry=unit.on_retry if unit else None, clock=clock, sleep=sleep,
+            ca_path=params['ca_path'])
+    except ValueError as error:
+        module.fail_json(msg=mask(str(error), key))
+    try:
+        return mask(check.run(), key)
+    except StageFailed as failure:
+        failed = dict(msg=failure.msg, stage=failure.stage, error=failure.error, status=failure.status,
+                      stages=dict(check.stages), seconds=round(check.elapsed(), 3), url=check.base,
+                      unit_state=None, unit_journal=None, known_failures=None)
+        if unit:
+            failed.update(unit_report(failure.msg, unit.name, unit.state(), unit.journal(), unit.down, catalogue))
+        module.fail_json(**mask(failed, key))

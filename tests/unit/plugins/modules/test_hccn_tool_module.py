@@ -15,6 +15,7 @@ import os
 
 import pytest
 
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.ascend import _hccn_run
 from ansible_collections.kunpeng_ascend.vllm.plugins.modules import hccn_tool
 from ansible_collections.kunpeng_ascend.vllm.tests.helpers import (
     SIMULATOR,
@@ -175,8 +176,8 @@ def test_only_the_file_differs_a_write_without_commands(host):
 def test_a_tool_that_writes_hccn_conf_itself_leaves_nothing_to_write(host, monkeypatch):
     host.nics.writes_conf = True
     written = []
-    real = hccn_tool.write_conf
-    monkeypatch.setattr(hccn_tool, 'write_conf', lambda *a: written.append(a) or real(*a))
+    real = _hccn_run.write_conf
+    monkeypatch.setattr(_hccn_run, 'write_conf', lambda *a: written.append(a) or real(*a))
     declared = [{'id': 1, 'address': '10.20.11.22', 'netmask': '255.255.255.0'}]
     result = run_main(hccn_tool.main, dict(devices=declared, conf_path=host.conf))
     assert result['changed'] is True and written == []

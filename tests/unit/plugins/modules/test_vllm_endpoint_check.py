@@ -19,6 +19,7 @@ import pytest
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.operations._failure_catalogue import ENTRIES
 from ansible.module_utils.testing import patch_module_args
 
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.serving import _vllm_endpoint
 from ansible_collections.kunpeng_ascend.vllm.plugins.modules import vllm_endpoint_check
 from ansible_collections.kunpeng_ascend.vllm.tests.helpers import PARSABLE_LOCALE, TIMEOUT, ExitJson, FailJson, run_main
 from ansible_collections.kunpeng_ascend.vllm.tests.unit.plugins.module_utils.serving.test__vllm_endpoint import (
@@ -100,7 +101,7 @@ def test_defaults_ask_localhost_8000_with_greedy_hello(host, monkeypatch):
         seen.update(vars(check))
         raise Stop()
 
-    monkeypatch.setattr(vllm_endpoint_check.EndpointCheck, 'run', fake_run)
+    monkeypatch.setattr(_vllm_endpoint.EndpointCheck, 'run', fake_run)
     with pytest.raises(Stop):
         run_main(vllm_endpoint_check.main, {'served_model_name': MODEL})
     assert {name: seen[name] for name in ('base', 'api_key', 'timeout', 'interval', 'request_timeout', 'prompt',

@@ -66,3 +66,32 @@ def test_output_that_is_not_utf8_becomes_valid_utf8(module):
 def test_utf8_output_is_kept(module):
     result = CommandRunner(module, 30).run(['printf', '名字\n'])
     assert result.stdout == '名字\n'
+
+
+# ------------------------------------------------------------------------------------------------ output
+
+def test_output_of_a_tool_on_path_is_its_stdout(module):
+    assert CommandRunner(module, 30).output('sh', ['-c', 'echo ActiveState=active']) == ('ActiveState=active\n', None)
+
+
+def test_output_of_a_tool_not_on_path_is_an_error_text(module, monkeypatch):
+    monkeypatch.setattr(module, 'get_bin_path', lambda name, *args, **kwargs: None)
+    assert CommandRunner(module, 30).output('journalctl', ['-u', 'vllm']) == (
+        None, 'journalctl was not found in PATH')
+
+
+def test_output_of_a_failing_tool_is_its_argv_rc_and_stderr(module):
+    sh = module.get_bin_path('sh')
+    assert CommandRunner(module, 30).output('sh', ['-c', 'echo out; echo " no such unit " >&2; exit 4']) == (
+        None, '%s -c echo out; echo " no such unit " >&2; exit 4 failed (rc 4): no such unit' % sh)
+
+
+def test_output_of_a_failing_tool_without_stderr_quotes_its_stdout(module):
+    sh = module.get_bin_path('sh')
+    assert CommandRunner(module, 30).output('sh', ['-c', 'echo only out; exit 1']) == (
+        None, '%s -c echo only out; exit 1 failed (rc 1): only out' % sh)
+
+
+def test_output_of_a_tool_that_runs_out_of_time_says_so(module, quick_kill):
+    sleep = module.get_bin_path('sleep')
+    assert CommandRunner(module, 1).output('sleep', ['30']) == (None, '%s 30 did not answer within 1 s' % sleep)

@@ -653,3 +653,59 @@ def test_the_check_itself_refuses_a_number_it_cannot_wait_with(clock, option, va
     """Whoever builds the check: NaN, infinity or a huge time never reach time.sleep, the watchdog or the socket."""
     with pytest.raises(ValueError, match='^%s must be a ' % option):
         make_check('http://127.0.0.1:1', clock, **{option: value})
+
+
+# ------------------------------------------------------------------------------------------------ the module's run
+
+class Catalogue:
+    """A catalogue of known failures that finds 'out of memory' lines (the module hands in _failure_catalogue)."""
+
+    @staticmethod
+    def explain(lines):
+        found = [line for line in lines if 'out of memory' in line]
+        return [{'id': 'out_of_memory', 'lines': found}] if found else []
+
+    @staticmethod
+    def describe(known):
+        return 'the journal shows %s' % ', '.join(item['id'] for item in known)
+
+
+RESTARTING = {'ActiveState': 'activating', 'SubState': 'auto-restart', 'NRestarts': 2, 'MainPID': 0}
+
+
+def test_unit_report_adds_the_state_and_the_known_failures_to_the_message():
+    journal = ['vllm[1]: loading', 'vllm[1]: RuntimeError: NPU out of memory.']
+    assert _vllm_endpoint.unit_report('waited 60 s', 'vllm', RESTARTING, journal, False, Catalogue) == {
+        'msg': 'waited 60 s (unit vllm: activating (auto-restart), 2 restarts, main PID 0); the journal shows '
+               'out_of_memory',
+        'unit_state': RESTARTING, 'unit_journal': journal,
+        'known_failures': [{'id': 'out_of_memory', 'lines': ['vllm[1]: RuntimeError: NPU out of memory.']}]}
+
+
+def test_unit_report_of_a_unit_the_wait_ended_on_does_not_repeat_its_state():
+    report = _vllm_endpoint.unit_report('waited 4 s; unit vllm: failed', 'vllm', dict(RESTARTING, ActiveState='failed'),
+                                        ['vllm[1]: bye'], True, Catalogue)
+    assert (report['msg'], report['known_failures']) == ('waited 4 s; unit vllm: failed', [])
+
+
+def test_unit_report_of_a_state_that_could_not_be_read_keeps_the_message():
+    report = _vllm_endpoint.unit_report('waited 60 s', 'vllm', 'systemctl was not found in PATH',
+                                        ['journalctl was not found in PATH'], False, Catalogue)
+    assert report == {'msg': 'waited 60 s', 'unit_state': 'systemctl was not found in PATH',
+                      'unit_journal': ['journalctl was not found in PATH'], 'known_failures': []}
+
+
+def endpoint_options(**more):
+    return dict(dict(timeout=600, interval=2.0, request_timeout=60.0, max_tokens=8, served_model_name=MODEL,
+                     unit=None), **more)
+
+
+@pytest.mark.parametrize('more, message', [
+    ({}, None),
+    ({'unit': 'vllm'}, None),
+    ({'served_model_name': ' '}, 'served_model_name must not be empty'),
+    ({'unit': ' '}, 'unit must not be empty: leave it out, or name the service unit'),
+    ({'timeout': 0, 'served_model_name': ''}, 'timeout must be a whole number at least 1 and at most 31622400; got 0'),
+])
+def test_the_first_wrong_option_fails_the_run(more, message):
+    assert _vllm_endpoint._option_failure(endpoint_options(**more)) == message

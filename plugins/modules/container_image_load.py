@@ -124,56 +124,9 @@ tagged:
   sample: false
 """
 
-import os
-import re
-
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.common._command import CommandRunner, find_executable
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.stack._image_archive import (
-    ArchiveError,
-    image_id_hex,
-    read_archive_images,
-)
-
-# What docker and podman print when the image looked up is not there (anything else failing is an error).
-NOT_FOUND = re.compile(r'no such (image|object)|image not known|not found|unknown image', re.IGNORECASE)
-
-
-class Engine:
-    def __init__(self, module, engine, executable, runner):
-        self.module = module
-        self.name = engine
-        self.executable = executable
-        self.runner = runner
-
-    def reference(self, hex_id):
-        """How the CLI names an image by ID: docker as sha256:<hex>, podman by the hex it prints."""
-        return 'sha256:' + hex_id if self.name == 'docker' else hex_id
-
-    def image_id(self, reference):
-        """The hex ID of the image ``reference`` names, or None when the engine has none."""
-        result = self.runner.run([self.executable, 'image', 'inspect', '--format', '{{.Id}}', reference])
-        if result.rc == 0:
-            found = image_id_hex(result.stdout.strip().splitlines()[0] if result.stdout.strip() else '')
-            if found is None:
-                self.runner.fail(result, '%s image inspect printed no image ID for %s' % (self.name, reference))
-            return found
-        if result.timed_out:
-            self.runner.fail(result, '%s image inspect did not end within %d seconds (timeout): is the engine running?'
-                             % (self.name, self.module.params['timeout']))
-        if NOT_FOUND.search(result.stderr + result.stdout):
-            return None
-        self.runner.fail(result, '%s image inspect %s failed: is the %s engine running and may this user use it?'
-                         % (self.name, reference, self.name))
-
-    def run(self, args, what):
-        result = self.runner.run([self.executable] + args)
-        if result.rc != 0:
-            self.runner.fail(result, '%s %s failed%s' % (
-                self.name, what, ' (it did not end within %d seconds: timeout)' % self.module.params['timeout']
-                if result.timed_out else ''))
-        return result
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.stack._image_load import load_archive
 
 
 def main():
@@ -187,45 +140,7 @@ def main():
         ),
         supports_check_mode=True,
     )
-    params = module.params
-    archive = params['archive']
-    if not os.path.isfile(archive):
-        module.fail_json(msg='archive %s is not a file on the host: copy the image archive there first' % archive)
-    try:
-        images = read_archive_images(archive)
-    except ArchiveError as error:
-        module.fail_json(msg='%s; nothing was loaded' % error)
-    if params['name'] is not None and len(images) != 1:
-        module.fail_json(msg='archive %s holds %d images; name %s can tag only an archive of one image: leave name out'
-                         % (archive, len(images), params['name']))
-    executable = find_executable(module, params['engine'], params['executable'], 'executable',
-                                 missing_hint='install %s' % params['engine'])
-    engine = Engine(module, params['engine'], executable, CommandRunner(module, params['timeout']))
-
-    for image in images:
-        image['present_before'] = engine.image_id(engine.reference(image['id'])) == image['id']
-    load = not all(image['present_before'] for image in images)
-    if load and not module.check_mode:
-        engine.run(['load', '-i', archive], 'load -i %s' % archive)
-        missing = [image['id'] for image in images if engine.image_id(engine.reference(image['id'])) != image['id']]
-        if missing:
-            module.fail_json(msg='%s load -i %s ended without error, but the engine has no image %s afterwards: is the '
-                                 'archive complete?' % (params['engine'], archive, ', '.join('sha256:' + i for i in missing)))
-    tag = False
-    if params['name'] is not None:
-        wanted = images[0]['id']
-        current = engine.image_id(params['name']) if images[0]['present_before'] or not module.check_mode else None
-        tag = current != wanted
-        # In check mode an archive not loaded yet tags itself when it carries the name.
-        if tag and module.check_mode and load and params['name'] in images[0]['tags']:
-            tag = False
-        if tag and not module.check_mode:
-            engine.run(['tag', engine.reference(wanted), params['name']], 'tag %s' % params['name'])
-    kind = images[0]['format']
-    for image in images:
-        image['id'] = 'sha256:' + image['id']
-        del image['format']
-    module.exit_json(changed=load or tag, images=images, format=kind, loaded=load, tagged=tag)
+    module.exit_json(**load_archive(module))
 
 
 if __name__ == '__main__':

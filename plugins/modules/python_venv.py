@@ -152,24 +152,9 @@ site_packages:
   type: str
 """
 
-import os
-import time
-
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.common._command import CommandRunner, is_executable
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.stack._compatibility import python_in_range
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.stack._pip import venv_name
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.stack._venv import (
-    Venvs,
-    VenvError,
-    build_problem,
-    examine,
-    is_venv,
-    option_problems,
-    plan_switch,
-    switch,
-)
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.stack._venv import ensure
 
 
 def main():
@@ -187,89 +172,7 @@ def main():
         ),
         supports_check_mode=True,
     )
-    params = module.params
-    # One time for the check and the run: where a real venv at the path goes is named after it.
-    stamp = time.strftime('%Y%m%dT%H%M%S')
-    problems = option_problems(params['packages'], params['timeout'])
-    try:
-        found = examine(params['path'])
-    except VenvError as error:
-        found = None
-        problems.append(str(error))
-    if problems or not found:
-        module.fail_json(msg='; '.join(problems))
-    path = found['path']
-    if not is_executable(params['python']):
-        module.fail_json(msg='%s %s is not an executable file: install that Python or point %s at another'
-                         % (params['python_option'], params['python'], params['python_option']))
-    venvs = Venvs(CommandRunner(module, params['timeout']), path, params['packages'], params['remove'],
-                  params['timeout'])
-    version = venvs.python_version(params['python'])
-    if params['python_range']:
-        try:
-            inside = python_in_range(version, params['python_range'])
-        except ValueError as error:
-            module.fail_json(msg='python_range: %s' % error)
-        if not inside:
-            module.fail_json(msg='%s %s is Python %s, outside %s, the Python range of %s: point %s at a Python in that '
-                                 'range; nothing was installed'
-                             % (params['python_option'], params['python'], version, params['python_range'],
-                                params['python_range_of'] or 'the packages', params['python_option']))
-    result = dict(changed=False, venv=None, previous=None, moved=None, python_version=version, installed=[], removed=[],
-                  switched=False, site_packages=None)
-
-    current = found['current']
-    if current and is_venv(current):
-        missing, still = venvs.holds(current, version)
-        if not missing and not still:
-            check, problems = venvs.check(current)
-            if problems:
-                venvs.runner.fail(check, 'the venv %s holds every pin, but pip check reports: %s; remove %s to have it '
-                                  'built again' % (current, '; '.join(problems), current))
-            result.update(venv=current, site_packages=venvs.site_packages(current))
-            module.exit_json(**result)
-
-    target = os.path.join(path + '.d', venv_name(version, params['packages'], params['remove']))
-    problem = build_problem(target)
-    if problem:
-        module.fail_json(msg=problem)
-    missing, still = venvs.holds(target, version) if is_venv(target) else (list(params['packages']), [])
-    # Compared as resolved: a link in the path's parents does not make the venv in use another one.
-    switching = current != os.path.realpath(target)
-    previous, moved = plan_switch(found, stamp) if switching else (None, None)
-    result.update(changed=True, venv=target, installed=missing, removed=still, switched=switching,
-                  previous=previous, moved=moved)
-    if module.check_mode:
-        if is_venv(target):
-            result['site_packages'] = venvs.site_packages(target)
-        module.exit_json(**result)
-
-    if missing:
-        if not is_venv(target):
-            os.makedirs(path + '.d', exist_ok=True)
-            # --clear: a venv whose creation failed half way (no ensurepip) is made again.
-            venvs.run([params['python'], '-m', 'venv', '--clear', target], '%s -m venv %s' % (params['python'], target))
-        argv = [os.path.join(target, 'bin', 'python'), '-m', 'pip', 'install', '--disable-pip-version-check', '--quiet']
-        if params['wheelhouse']:
-            argv += ['--no-index', '--find-links', params['wheelhouse']]
-        venvs.run(argv + missing, 'pip install %s into %s' % (' '.join(missing), target))
-        # pip may have brought packages that are to be removed.
-        still = venvs.holds(target, version)[1]
-        result['removed'] = still
-    if still:
-        venvs.run([os.path.join(target, 'bin', 'python'), '-m', 'pip', 'uninstall', '--yes', '--quiet'] + still,
-                  'pip uninstall %s in %s' % (' '.join(still), target))
-    check, problems = venvs.check(target)
-    if problems:
-        venvs.runner.fail(check, 'pip check in the new venv %s reports: %s %s was not switched to it, so the service '
-                          'runs as before; fix the pins (packages) and run again' % (target, '; '.join(problems), path))
-    if switching:
-        try:
-            result['previous'], result['moved'] = switch(found, target, stamp)
-        except (VenvError, OSError) as error:
-            module.fail_json(msg='the venv %s is ready, but %s could not be pointed at it: %s' % (target, path, error))
-    result['site_packages'] = venvs.site_packages(target)
-    module.exit_json(**result)
+    module.exit_json(**ensure(module))
 
 
 if __name__ == '__main__':

@@ -179,67 +179,13 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.common import _json
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.serving import _agreement
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.common._atomic_write import write_atomically
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.common._files import UnreadableFile, read_regular_file
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.common._secrets import mask, url_secrets
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.serving._vllm_endpoint import NotYet, answered, base_url, request
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.serving import _agreement, _agreement_check
 
 ENDPOINT_SPEC = dict(
     url=dict(type='str', required=True),
     served_model_name=dict(type='str', required=True),
     api_key=dict(type='str', no_log=True),
 )
-PROMPTS_MAX_BYTES = 1 << 20
-
-
-def endpoints(module):
-    """{side: (base URL, served model name, key)}, each URL checked."""
-    found = {}
-    for side in _agreement.SIDES:
-        given = module.params[side]
-        try:
-            url = base_url(given['url'])
-        except ValueError as error:
-            module.fail_json(msg='%s.%s' % (side, error))
-        found[side] = (url, given['served_model_name'], given['api_key'] or None)
-    return found
-
-
-def prompts_of(module):
-    params = module.params
-    try:
-        if params['prompts_file']:
-            data = read_regular_file(params['prompts_file'], PROMPTS_MAX_BYTES, 'a prompts file')
-            if data is None:
-                module.fail_json(msg='prompts_file %s does not exist' % params['prompts_file'])
-            return _agreement.read_prompts(data.decode('utf-8', 'replace'), 'prompts_file %s' % params['prompts_file'])
-        return _agreement.check_prompts(params['prompts'] or list(_agreement.DEFAULT_PROMPTS), 'prompts')
-    except UnreadableFile as error:
-        module.fail_json(msg='prompts_file %s' % error)
-    except _agreement.AgreementError as error:
-        module.fail_json(msg=error.msg)
-
-
-def sender(module, found):
-    """send(side, body) for _agreement.compare: one POST to the side's /v1/completions, its JSON document."""
-    timeout = module.params['request_timeout']
-
-    def send(side, body):
-        url, model, key = found[side]
-        headers = {'Authorization': 'Bearer ' + key} if key else {}
-        try:
-            response = request(url + '/v1/completions', 'POST', headers, dict(body, model=model), timeout)
-        except NotYet as error:
-            raise _agreement.AgreementError('%s: %s' % (side, mask(str(error), key)))
-        if response.status != 200:
-            raise _agreement.AgreementError('%s (%s): %s' % (side, model, mask(answered(response), key)))
-        try:
-            return _json.loads(response.body)
-        except ValueError as error:
-            raise _agreement.AgreementError('%s: %s answered 200 but not with JSON (%s)' % (side, response.url, error))
-    return send
 
 
 def main(clock=time.monotonic):
@@ -261,67 +207,7 @@ def main(clock=time.monotonic):
         mutually_exclusive=[('prompts', 'prompts_file')],
         supports_check_mode=True,
     )
-    params = module.params
-    # A password in an endpoint's URL (refused below) is masked by Ansible everywhere, the invocation included.
-    for side in _agreement.SIDES:
-        module.no_log_values.update(url_secrets(params[side]['url']))
-    thresholds = dict(min_top1_agreement=params['min_top1_agreement'],
-                      max_mean_abs_logprob_diff=params['max_mean_abs_logprob_diff'],
-                      min_first_divergence=params['min_first_divergence'])
-    problems = _agreement.threshold_problems(max_tokens=params['max_tokens'], request_timeout=params['request_timeout'],
-                                             **thresholds)
-    path = None
-    for option in ('candidate_digest', 'reference_digest'):
-        if params[option] is not None and not _agreement.DIGEST.match(params[option]):
-            problems.append('%s must be a SHA-256 (64 lowercase hex digits), the manifest_sha256 that model_manifest '
-                            'returns, not %r' % (option, params[option]))
-    if params['candidate_digest'] is not None and not problems:
-        path = _agreement.record_path(params['candidate_digest'], params['record_dir'])
-    if problems:
-        module.fail_json(msg='; '.join(problems))
-    found = endpoints(module)
-    prompts = prompts_of(module)
-
-    started = clock()
-    try:
-        compared = _agreement.compare(prompts, params['max_tokens'], sender(module, found))
-        measures = _agreement.summarize(compared)
-    except _agreement.AgreementError as error:
-        module.fail_json(msg='the agreement check could not run: %s' % error.msg)
-    status, failures = _agreement.verdict(measures, **thresholds)
-    seconds = round(clock() - started, 3)
-    kept = ('prompt', 'prompt_tokens', 'positions', 'top1_agreeing', 'first_divergence')
-    per_prompt = [dict((key, item[key]) for key in kept) for item in compared]
-    result = dict(status=status, failures=failures, measures=measures, thresholds=thresholds, per_prompt=per_prompt,
-                  record=path, seconds=seconds)
-
-    changed = False
-    diff = None
-    if path:
-        sides = dict((side, {'url': found[side][0], 'served_model_name': found[side][1]}) for side in _agreement.SIDES)
-        sides['reference']['digest'] = params['reference_digest']
-        sides['candidate']['digest'] = params['candidate_digest']
-        applied = dict(thresholds, max_tokens=params['max_tokens'], prompts=len(prompts))
-        try:
-            text = _agreement.record_text(_agreement.record_of(
-                params['candidate_digest'], status, failures, measures, applied, sides['reference'], sides['candidate']))
-        except _agreement.AgreementError as error:
-            module.fail_json(msg='the quality record %s: %s' % (path, error.msg))
-        try:
-            before = read_regular_file(path, _agreement.MAX_RECORD_BYTES, 'a quality record')
-        except UnreadableFile as error:
-            module.fail_json(msg='the quality record %s' % error)
-        before = before.decode('utf-8', 'replace') if before is not None else ''
-        changed = before != text
-        diff = dict(before=before, after=text)
-        if changed and not module.check_mode:
-            try:
-                write_atomically(module, path, text.encode('utf-8'))
-            except OSError as error:
-                module.fail_json(msg='the quality record %s could not be written: %s (record_dir)' % (path, error))
-    if diff is not None and module._diff:
-        module.exit_json(changed=changed, agreement=result, diff=diff)
-    module.exit_json(changed=changed, agreement=result)
+    module.exit_json(**_agreement_check.run(module, clock))
 
 
 if __name__ == '__main__':

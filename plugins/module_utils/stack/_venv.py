@@ -13,6 +13,10 @@ is kept) or a real venv (moved aside into ``<path>.d/previous-<time>``, kept, ne
 is no venv, a file, a FIFO or anything else there is refused before anything changes, never moved; so is a
 ``<path>.d`` that is not a directory, and a folder in it the venv is to be built in that holds something other than
 a venv (``python -m venv --clear`` would empty it).
+
+``ensure(module)`` is everything the module does after its options are parsed, and gives what it exits with: a venv
+in use that holds every pin and passes ``pip check`` is kept; else the venv of these pins is built (or completed) in
+``<path>.d/<venv_name>``, checked, and the path switched to it; check mode predicts it.
 """
 
 from __future__ import annotations
@@ -20,8 +24,9 @@ from __future__ import annotations
 import errno
 import os
 import stat
+import time
 
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.common._command import is_executable
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.common._command import CommandRunner, is_executable
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.common._files import FILE_TYPES
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.common._numbers import MAX_SECONDS, number_problem
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.common._paths import host_path_problem, normalise
@@ -32,7 +37,9 @@ from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.stack._pip imp
     parse_pip_list,
     pip_check_problems,
     present,
+    venv_name,
 )
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.stack._compatibility import python_in_range
 
 VERSION_CODE = "import sys; print('%d.%d.%d' % sys.version_info[:3])"
 SITE_CODE = "import sysconfig; print(sysconfig.get_paths()['purelib'])"
@@ -209,3 +216,124 @@ class Venvs:
 
     def site_packages(self, venv):
         return self.run([os.path.join(venv, 'bin', 'python'), '-c', SITE_CODE], 'reading site-packages').stdout.strip()
+
+
+def python_range_problem(version, python, python_option, python_range, python_range_of=None):
+    """Why Python ``version`` (of ``python``, given by option ``python_option``) may not be used: outside
+    ``python_range`` (the range of ``python_range_of``, else of the packages), or the range unreadable; None when it
+    may, or without a range."""
+    if not python_range:
+        return None
+    try:
+        inside = python_in_range(version, python_range)
+    except ValueError as error:
+        return 'python_range: %s' % error
+    if inside:
+        return None
+    return ('%s %s is Python %s, outside %s, the Python range of %s: point %s at a Python in that range; nothing was '
+            'installed' % (python_option, python, version, python_range, python_range_of or 'the packages',
+                           python_option))
+
+
+def venv_target(path, version, packages, remove):
+    """The folder of ``<path>.d`` the venv of ``packages`` without ``remove`` on Python ``version`` is built in."""
+    return os.path.join(path + '.d', venv_name(version, packages, remove))
+
+
+def install_argv(target, missing, wheelhouse=None):
+    """pip's argv installing the pins ``missing`` into the venv ``target``; offline from ``wheelhouse`` when given."""
+    argv = [os.path.join(target, 'bin', 'python'), '-m', 'pip', 'install', '--disable-pip-version-check', '--quiet']
+    if wheelhouse:
+        argv += ['--no-index', '--find-links', wheelhouse]
+    return argv + list(missing)
+
+
+def uninstall_argv(target, still):
+    """pip's argv removing the packages ``still`` from the venv ``target``."""
+    return [os.path.join(target, 'bin', 'python'), '-m', 'pip', 'uninstall', '--yes', '--quiet'] + list(still)
+
+
+def _checked(module, params):
+    """(examine's find, the Venvs, the Python version) once the options, the path and the Python pass; else the
+    module fails naming the option."""
+    problems = option_problems(params['packages'], params['timeout'])
+    try:
+        found = examine(params['path'])
+    except VenvError as error:
+        found = None
+        problems.append(str(error))
+    if problems or not found:
+        module.fail_json(msg='; '.join(problems))
+    if not is_executable(params['python']):
+        module.fail_json(msg='%s %s is not an executable file: install that Python or point %s at another'
+                         % (params['python_option'], params['python'], params['python_option']))
+    venvs = Venvs(CommandRunner(module, params['timeout']), found['path'], params['packages'], params['remove'],
+                  params['timeout'])
+    version = venvs.python_version(params['python'])
+    problem = python_range_problem(version, params['python'], params['python_option'], params['python_range'],
+                                   params['python_range_of'])
+    if problem:
+        module.fail_json(msg=problem)
+    return found, venvs, version
+
+
+def ensure(module, stamp=None):
+    """Everything module python_venv does after its options are parsed; what it exits with. Fails the module naming
+    the option to fix. ``stamp``: the time a real venv at the path is moved aside under (now by default)."""
+    params = module.params
+    # One time for the check and the run: where a real venv at the path goes is named after it.
+    stamp = stamp or time.strftime('%Y%m%dT%H%M%S')
+    found, venvs, version = _checked(module, params)
+    path = found['path']
+    result = dict(changed=False, venv=None, previous=None, moved=None, python_version=version, installed=[], removed=[],
+                  switched=False, site_packages=None)
+
+    current = found['current']
+    if current and is_venv(current):
+        missing, still = venvs.holds(current, version)
+        if not missing and not still:
+            check, problems = venvs.check(current)
+            if problems:
+                venvs.runner.fail(check, 'the venv %s holds every pin, but pip check reports: %s; remove %s to have it '
+                                  'built again' % (current, '; '.join(problems), current))
+            result.update(venv=current, site_packages=venvs.site_packages(current))
+            return result
+
+    target = venv_target(path, version, params['packages'], params['remove'])
+    problem = build_problem(target)
+    if problem:
+        module.fail_json(msg=problem)
+    missing, still = venvs.holds(target, version) if is_venv(target) else (list(params['packages']), [])
+    # Compared as resolved: a link in the path's parents does not make the venv in use another one.
+    switching = current != os.path.realpath(target)
+    previous, moved = plan_switch(found, stamp) if switching else (None, None)
+    result.update(changed=True, venv=target, installed=missing, removed=still, switched=switching,
+                  previous=previous, moved=moved)
+    if module.check_mode:
+        if is_venv(target):
+            result['site_packages'] = venvs.site_packages(target)
+        return result
+
+    if missing:
+        if not is_venv(target):
+            os.makedirs(path + '.d', exist_ok=True)
+            # --clear: a venv whose creation failed half way (no ensurepip) is made again.
+            venvs.run([params['python'], '-m', 'venv', '--clear', target], '%s -m venv %s' % (params['python'], target))
+        venvs.run(install_argv(target, missing, params['wheelhouse']),
+                  'pip install %s into %s' % (' '.join(missing), target))
+        # pip may have brought packages that are to be removed.
+        still = venvs.holds(target, version)[1]
+        result['removed'] = still
+    if still:
+        venvs.run(uninstall_argv(target, still), 'pip uninstall %s in %s' % (' '.join(still), target))
+    check, problems = venvs.check(target)
+    if problems:
+        venvs.runner.fail(check, 'pip check in the new venv %s reports: %s %s was not switched to it, so the service '
+                          'runs as before; fix the pins (packages) and run again' % (target, '; '.join(problems), path))
+    if switching:
+        try:
+            result['previous'], result['moved'] = switch(found, target, stamp)
+        except (VenvError, OSError) as error:
+            module.fail_json(msg='the venv %s is ready, but %s could not be pointed at it: %s' % (target, path, error))
+    result['site_packages'] = venvs.site_packages(target)
+    return result

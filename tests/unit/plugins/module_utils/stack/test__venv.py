@@ -11,6 +11,7 @@ refused and left exactly as they were."""
 from __future__ import annotations
 
 import os
+import re
 import socket
 
 import pytest
@@ -21,10 +22,14 @@ from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.stack._venv im
     VenvError,
     build_problem,
     examine,
+    install_argv,
     is_venv,
     option_problems,
     plan_switch,
+    python_range_problem,
     switch,
+    uninstall_argv,
+    venv_target,
 )
 
 SYSTEM = ['/', '//', '/.', '/usr', '/usr/', '//usr', '/usr/bin/..', '/./etc', '/etc', '/etc/', '/var/lib', '/usr/local',
@@ -201,3 +206,40 @@ def test_pins_and_time_limits_that_are_fine_pass():
     assert option_problems(['torch==2.10.0'], MAX_SECONDS) == []
     assert option_problems([], 1) == ['packages: give at least one pin such as vllm==0.23.0']
     assert option_problems(['torch>=2.10'], 1) == ["packages: 'torch>=2.10' is not a pin such as vllm==0.23.0"]
+
+
+def test_a_python_inside_the_range_or_without_one_may_be_used():
+    assert python_range_problem('3.11.4', '/usr/bin/python3', 'python', None) is None
+    assert python_range_problem('3.11.4', '/usr/bin/python3', 'python', '') is None
+    assert python_range_problem('3.11.4', '/usr/bin/python3', 'python', '>=3.10,<3.13', 'vllm-ascend 0.23.0') is None
+
+
+def test_a_python_outside_the_range_is_refused_naming_its_option_and_whose_range_it_is():
+    assert python_range_problem('3.9.18', '/usr/bin/python3.9', 'vllm_service_python', '>=3.10,<3.13',
+                                'vllm-ascend 0.23.0') == (
+        'vllm_service_python /usr/bin/python3.9 is Python 3.9.18, outside >=3.10,<3.13, the Python range of '
+        'vllm-ascend 0.23.0: point vllm_service_python at a Python in that range; nothing was installed')
+    assert python_range_problem('3.13.1', '/p', 'python', '<3.13').endswith(
+        'the Python range of the packages: point python at a Python in that range; nothing was installed')
+
+
+def test_a_range_that_is_no_range_names_python_range():
+    assert python_range_problem('3.11.4', '/p', 'python', 'three') == (
+        "python_range: 'three' is not a Python version range such as >=3.10,<3.13")
+
+
+def test_the_venv_of_the_pins_is_built_beside_the_path_the_same_in_any_order():
+    one = venv_target('/opt/vllm', '3.11.4', ['vllm==0.23.0', 'torch==2.10.0'], [])
+    assert one == venv_target('/opt/vllm', '3.11.4', ['torch==2.10.0', 'vllm==0.23.0'], [])
+    assert re.match(r'^/opt/vllm\.d/vllm-0\.23\.0-[0-9a-f]{12}$', one), one
+    assert one != venv_target('/opt/vllm', '3.12.1', ['vllm==0.23.0', 'torch==2.10.0'], [])
+    assert one != venv_target('/opt/vllm', '3.11.4', ['vllm==0.23.0', 'torch==2.10.0'], ['triton'])
+
+
+def test_pip_installs_the_missing_pins_offline_only_from_a_wheelhouse():
+    pip = ['/v/bin/python', '-m', 'pip', 'install', '--disable-pip-version-check', '--quiet']
+    assert install_argv('/v', ['torch==2.10.0']) == pip + ['torch==2.10.0']
+    assert install_argv('/v', ('a==1', 'b==2'), '/wheels') == pip + ['--no-index', '--find-links', '/wheels',
+                                                                     'a==1', 'b==2']
+    assert uninstall_argv('/v', ('triton',)) == ['/v/bin/python', '-m', 'pip', 'uninstall', '--yes', '--quiet',
+                                                 'triton']

@@ -188,177 +188,36 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.common import _proc, _systemd
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.operations import _soak
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.operations._benchmark import sample_until_done, scalar_fields
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.common._command import KILL_AFTER_SECONDS, CommandRunner
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.operations._load_generator import (
-    RESULT_FILE, LoadGenerator, NpuSampler, argument_spec, bench_argv, find_npu_smi, read_bench_result, remove_old_result,
-    result_path_problems,
-)
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.common._proc import ProcReader
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.common._warnings import WarningCap
-
-UNIT_PROPERTIES = ('MainPID', 'NRestarts')
-
-
-class ServiceSampler:
-    """Each call reads the service once: its processes' resident memory, the unit's restarts and the journal's new
-    lines (tallied against the failure catalogue); a reading that fails is null in its sample and warned about."""
-
-    def __init__(self, module, runner, processes, params, since_epoch, warnings):
-        self.module = module
-        self.runner = runner
-        self.processes = processes
-        self.params = params
-        self.warnings = warnings
-        self.cursor = None
-        self.since = since_epoch
-        self.journal = _soak.JournalTally()
-        self.journal_error = None
-        self.samples = []
-        self.systemctl = module.get_bin_path('systemctl')
-        self.journalctl = module.get_bin_path('journalctl')
-        self.engine = module.get_bin_path(params['engine']) if params['mode'] == 'container' else None
-        for name, found in (('systemctl', self.systemctl), ('journalctl', self.journalctl)):
-            if not found:
-                warnings('%s was not found: the unit\'s %s are not sampled'
-                         % (name, 'restarts and main process' if name == 'systemctl' else 'journal'))
-        if params['mode'] == 'container' and not self.engine:
-            warnings('%s (engine) was not found: the container\'s memory is not sampled' % params['engine'])
-        if not self.journalctl:
-            self.journal_error = 'journalctl was not found'
-
-    def _unit(self):
-        if not self.systemctl:
-            return {}
-        result = self.runner.run(_systemd.show_argv(self.systemctl, [self.params['unit']], UNIT_PROPERTIES))
-        if result.rc != 0:
-            output = (result.stderr or result.stdout).strip()
-            self.warnings('systemctl show %s failed (rc %s): %s' % (self.params['unit'], result.rc, output))
-            return {}
-        return _systemd.parse_show_one(result.stdout)
-
-    def _root_pid(self, unit):
-        if self.params['mode'] == 'native':
-            return unit.get('MainPID') or None
-        if not self.engine:
-            return None
-        result = self.runner.run(_proc.container_pid_argv(self.engine, self.params['container_name']))
-        return _proc.parse_container_pid(result.stdout) if result.rc == 0 else None
-
-    def _read_journal(self):
-        if self.journal_error:
-            return
-        result = self.runner.run(_systemd.journal_argv(self.journalctl, self.params['unit'], self.since, self.cursor))
-        if _systemd.journal_is_empty(result.rc, result.stdout, result.stderr):
-            return
-        if result.rc != 0:
-            self.journal_error = 'journalctl failed (rc %s): %s' % (result.rc, (result.stderr or result.stdout).strip())
-            self.warnings('the journal is no longer read: %s' % self.journal_error)
-            return
-        lines, cursor = _systemd.split_journal_cursor(result.stdout)
-        self.journal.add(lines)
-        self.cursor = cursor or self.cursor
-
-    def __call__(self, moment):
-        unit = self._unit()
-        root = self._root_pid(unit)
-        rss = self.processes.tree_rss_bytes(root) if root else None
-        self._read_journal()
-        self.samples.append({'t': round(moment, 3), 'rss_mib': None if rss is None else round(rss / _soak.MIB, 3),
-                             'main_pid': root, 'restarts': unit.get('NRestarts'),
-                             'known_failures': None if self.journal_error else self.journal.failures()})
-
-
-def check_params(module, params):
-    """Every problem of the options at once (the numbers by the rule the role's validation applies too), before
-    anything runs; the result file's place checked unless in check mode."""
-    problems = _soak.input_problems(params)
-    if not params['command']:
-        problems.append('command must name vLLM\'s CLI, such as [/opt/vllm/venv/bin/vllm]')
-    problem = _systemd.unit_name_problem(params['unit'], 'unit')
-    if problem:
-        problems.append(problem)
-    if params['mode'] == 'container' and not (params['engine'] and params['container_name']):
-        problems.append('container mode needs engine and container_name')
-    if not module.check_mode:
-        if not params['work_dir']:
-            problems.append('work_dir is required to run the load')
-        else:
-            problems.extend(result_path_problems(params['work_dir'], [RESULT_FILE]))
-    if problems:
-        module.fail_json(msg='; '.join(problems))
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.operations._load_generator import argument_spec
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.operations._soak import DEFAULTS
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.operations._soak_run import run
 
 
 def main(clock=time.monotonic, sleep=time.sleep, wall=time.time, processes=None):
     """The module; ``clock`` and ``sleep`` time the sampling, ``wall`` dates the journal's start and ``processes``
     (a _proc.ProcReader) reads the service's memory: the real ones unless a test scripts them."""
-    processes = processes or ProcReader()
     module = AnsibleModule(
         argument_spec=dict(
             argument_spec(),
-            max_concurrency=dict(type='int', default=_soak.DEFAULTS['max_concurrency']),
+            max_concurrency=dict(type='int', default=DEFAULTS['max_concurrency']),
             rate=dict(type='float', required=True),
             duration=dict(type='float', required=True),
-            interval=dict(type='float', default=_soak.DEFAULTS['interval']),
-            warmup=dict(type='float', default=_soak.DEFAULTS['warmup']),
+            interval=dict(type='float', default=DEFAULTS['interval']),
+            warmup=dict(type='float', default=DEFAULTS['warmup']),
             work_dir=dict(type='path'),
             unit=dict(type='str', required=True),
             mode=dict(type='str', default='native', choices=['native', 'container']),
             engine=dict(type='str', choices=['docker', 'podman']),
             container_name=dict(type='str'),
-            max_hbm_growth=dict(type='float', default=_soak.DEFAULTS['max_hbm_growth']),
-            max_rss_growth=dict(type='float', default=_soak.DEFAULTS['max_rss_growth']),
-            max_restarts=dict(type='int', default=_soak.DEFAULTS['max_restarts']),
-            max_known_failures=dict(type='int', default=_soak.DEFAULTS['max_known_failures']),
+            max_hbm_growth=dict(type='float', default=DEFAULTS['max_hbm_growth']),
+            max_rss_growth=dict(type='float', default=DEFAULTS['max_rss_growth']),
+            max_restarts=dict(type='int', default=DEFAULTS['max_restarts']),
+            max_known_failures=dict(type='int', default=DEFAULTS['max_known_failures']),
             timeout=dict(type='int'),
         ),
         supports_check_mode=True,
     )
-    params = module.params
-    check_params(module, params)
-    num_prompts = _soak.prompts(params['rate'], params['duration'])
-    load_params = dict(params, num_prompts=num_prompts, request_rate='%g' % params['rate'])
-    work_dir = params['work_dir'] or '.'
-    argv = bench_argv(load_params, work_dir)
-    if module.check_mode:
-        module.exit_json(changed=False, soak=dict(argv=argv, num_prompts=num_prompts))
-    warnings = WarningCap()
-    npu_smi = find_npu_smi(module, params['sample_npus'], params['npu_smi_path'])
-    # Each reading must answer within the interval's order of magnitude, or the sampling would stall.
-    runner = CommandRunner(module, max(10, int(params['interval'] * 2)))
-    timeout = _soak.load_timeout(params)
-
-    try:
-        remove_old_result(work_dir)
-    except ValueError as error:
-        module.fail_json(msg=str(error))
-    service = ServiceSampler(module, runner, processes, params, wall(), warnings)
-    npus = NpuSampler(runner, npu_smi, params['npu_ids'], warnings)
-    load = LoadGenerator(module, argv, params['api_key'], timeout, clock, params['ca_path'])
-    load.start()
-    sample_until_done(load.poll, [service] + ([npus] if npu_smi else []), params['interval'],
-                      load.started + timeout + KILL_AFTER_SECONDS + 30, clock, sleep)
-    result, ended = load.wait()
-    raw, metrics = read_bench_result(
-        module, result, work_dir, params['base_url'], warnings,
-        'the load generator ran longer than timeout (%d s) and was killed; raise timeout' % timeout)
-    if not metrics['completed']:
-        module.fail_json(msg='every one of the %d requests failed against %s: check that input_len + output_len fits '
-                             'the server\'s max_model_len, that the model is served as %s, and the key'
-                             % (num_prompts, params['base_url'], params['model']))
-    if metrics['failed']:
-        warnings('%d of %d requests failed: see the server\'s log'
-                 % (metrics['failed'], metrics['failed'] + metrics['completed']))
-    journal = None if service.journal_error else service.journal.result()
-    judged = _soak.verdict(service.samples, npus.samples, journal, params['duration'], params['warmup'], params)
-    run = dict(judged, schema=_soak.SOAK_SCHEMA, argv=argv, num_prompts=num_prompts, samples=service.samples,
-               npu_samples=npus.samples, journal=journal, metrics=metrics, vllm_bench=scalar_fields(raw),
-               ended_s=round(ended, 3), warnings=list(warnings.messages),
-               settings=dict((key, params[key]) for key in _soak.OPTIONS))
-    warnings.emit(module.warn)
-    module.exit_json(changed=False, soak=run)
+    module.exit_json(changed=False, soak=run(module, clock, sleep, wall, processes))
 
 
 if __name__ == '__main__':

@@ -26,7 +26,7 @@ import pytest
 
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.operations import _load_generator
 from ansible_collections.kunpeng_ascend.vllm.plugins.modules import vllm_benchmark
-from ansible_collections.kunpeng_ascend.vllm.plugins.modules.vllm_benchmark import ProcessReader
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.operations._load_generator import ProcessReader
 from ansible_collections.kunpeng_ascend.vllm.tests.helpers import (
     FIXTURES,
     HANG_SECONDS,

@@ -6,14 +6,15 @@
 
 """The host roles' filters (each documented in its own .yml): the decisions of package_fetch, container_runtime and
 npu_driver, which module_utils/stack/_host_roles.py makes, and os_tuning's settings and live plan
-(module_utils/stack/_os_tuning.py)."""
+(module_utils/stack/_os_tuning.py), and cann's plan (module_utils/stack/_cann_plan.py)."""
 
 from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.common._systemd import parse_show_one
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.stack import _host_roles, _os_tuning
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.stack import _cann_plan, _host_roles, _os_tuning
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.stack._stack_upgrade import read_package_record
 
 
 def _mapping(value, name, what):
@@ -149,6 +150,49 @@ def os_tuning_packages(packages, extra, irqbalance_package, irqbalance):
     return _os_tuning.wanted_packages(packages, extra, irqbalance_package, irqbalance)
 
 
+def cann_plan(inputs, ascend=None):
+    """Role cann's plan from its variables and, once read, ascend_facts' ``ascend``."""
+    _mapping(inputs, 'cann_plan', 'the input (the cann variables)')
+    missing = [key for key in _cann_plan.INPUT_KEYS if key not in inputs]
+    if missing:
+        raise AnsibleFilterError('cann_plan: the input lacks %s' % ', '.join(missing))
+    if ascend is not None:
+        _mapping(ascend, 'cann_plan', 'ascend (ascend_facts)')
+    try:
+        return _cann_plan.plan(inputs, ascend)
+    except ValueError as error:
+        raise AnsibleFilterError('stack_upgrade_steps: %s' % error)
+
+
+def cann_env_set(output):
+    """What the CANN set_env.sh scripts set (``lines`` and ``env``), from ``env`` before and after them."""
+    if not isinstance(output, str) or _cann_plan.ENV_MARK not in output:
+        raise AnsibleFilterError('cann_env_set: the input must be the output of the read of the set_env.sh scripts')
+    return _cann_plan.env_set(output)
+
+
+def ascend_install_path(package, path):
+    """``path`` for a ``.run`` package, null (the module's default) for any other."""
+    return _cann_plan.install_path(package, path)
+
+
+def cann_fetched(stat_results):
+    """The fetched packages check mode cannot inspect, and the toolkit and kernels there to install."""
+    if not isinstance(stat_results, list) or not all(isinstance(result, dict) for result in stat_results):
+        raise AnsibleFilterError('cann_fetched: the input must be the results of the stat of the fetched packages')
+    return _cann_plan.fetched(stat_results)
+
+
+def stack_package_record_read(slurped):
+    """The package record read back from the host (the slurp's result); {} when there is none yet."""
+    if slurped is not None and not isinstance(slurped, dict):
+        raise AnsibleFilterError('stack_package_record_read: the input must be the result of the slurp of the record')
+    try:
+        return read_package_record(slurped)
+    except (TypeError, ValueError) as error:
+        raise AnsibleFilterError('stack_package_record_read: the record on the host is no JSON object: %s' % error)
+
+
 class FilterModule(object):
     """The host roles' filters."""
 
@@ -169,4 +213,9 @@ class FilterModule(object):
             'os_tuning_irqbalance_state': os_tuning_irqbalance_state,
             'os_tuning_irqbalance_report': os_tuning_irqbalance_report,
             'os_tuning_packages': os_tuning_packages,
+            'cann_plan': cann_plan,
+            'cann_env_set': cann_env_set,
+            'ascend_install_path': ascend_install_path,
+            'stack_package_record_read': stack_package_record_read,
+            'cann_fetched': cann_fetched,
         }

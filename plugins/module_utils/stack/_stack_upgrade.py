@@ -16,6 +16,8 @@ Pure: the callers read the host.
 
 from __future__ import annotations
 
+import base64
+import json
 import math
 import os
 
@@ -180,6 +182,19 @@ def package_record(old, version, packages):
         return {'current': {'version': version, 'packages': merged}, 'previous': old.get('previous')}
     return {'current': {'version': version, 'packages': dict(packages or {})}, 'previous': current or None}
 
+
+
+def read_package_record(slurped):
+    """The package record (package_record's) a role reads back from the host: ``slurped`` is the result of
+    ansible.builtin.slurp of the record's file; {} when there is none yet (the slurp found no file). ValueError when
+    the file holds no JSON object."""
+    content = (slurped or {}).get('content')
+    if content is None:
+        return {}
+    record = json.loads(base64.b64decode(content).decode('utf-8'))
+    if not isinstance(record, dict):
+        raise ValueError('the package record is no JSON object')
+    return record
 
 def _components(versions, what):
     versions = dict((KNOWN_GOOD_KEYS.get(key, key), _version(value, 'the %s version in %s' % (key, what)))

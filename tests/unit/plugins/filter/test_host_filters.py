@@ -97,3 +97,27 @@ def test_os_tuning_filters():
     assert host.os_tuning_packages(['numactl'], [], 'irqbalance', 'enabled') == ['numactl', 'irqbalance']
     with pytest.raises(AnsibleFilterError, match='os_tuning_packages_extra must be a list'):
         host.os_tuning_packages(['numactl'], 'htop', 'irqbalance', 'enabled')
+
+
+def test_cann_filters():
+    import base64
+
+    inputs = {'version': '8.2.RC1', 'toolkit_package': {'path': '/p/t.run'}, 'kernels_package': {'path': '/p/k.run'},
+              'nnal_package': None, 'uninstall_first': True, 'package_dir': '/p', 'previous_package_dirs': [],
+              'soc_keys': {'910B': ['910b']}, 'file_chip': {'910B': '910b'}}
+    assert host.cann_plan(inputs)['components'] == ['toolkit', 'kernels']
+    assert host.cann_plan(inputs, {'npu_devices': []})['install_needed'] == ['toolkit', 'kernels']
+    with pytest.raises(AnsibleFilterError, match='lacks file_chip'):
+        host.cann_plan(dict((k, v) for k, v in inputs.items() if k != 'file_chip'))
+    with pytest.raises(AnsibleFilterError, match='stack_upgrade_steps'):
+        host.cann_plan(inputs, {'toolkit': {'version': ['8.1.RC1']}})
+    assert host.cann_env_set('A=1\n#### after set_env.sh ####\nA=2')['env'] == {'A': '2'}
+    with pytest.raises(AnsibleFilterError, match='cann_env_set'):
+        host.cann_env_set('A=1')
+    assert host.ascend_install_path('/p/t.run', '/opt/Ascend') == '/opt/Ascend'
+    assert host.cann_fetched([{'skipped': True}]) == {'missing': [], 'present': ['toolkit', 'kernels']}
+    with pytest.raises(AnsibleFilterError, match='cann_fetched'):
+        host.cann_fetched({'results': []})
+    assert host.stack_package_record_read({'content': base64.b64encode(b'{"current": null}').decode()}) == {'current': None}
+    with pytest.raises(AnsibleFilterError, match='no JSON'):
+        host.stack_package_record_read({'content': base64.b64encode(b'{').decode()})

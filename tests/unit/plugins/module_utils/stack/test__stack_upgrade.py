@@ -257,3 +257,20 @@ def test_a_previous_package_of_an_unknown_version_is_not_needed_and_names_use_no
     assert previous_packages({'firmware': 'None', 'driver': None}, FILES) == expected
     assert missing_message([{'component': 'firmware', 'version': None, 'name': 'x'}], []) == (
         'no package of the installed firmware of unknown version (x) in no folder')
+
+
+def test_read_package_record_reads_back_what_package_record_wrote():
+    import base64
+    import json
+
+    from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.stack._stack_upgrade import (
+        package_record,
+        read_package_record,
+    )
+    record = package_record(None, '8.2.RC1', {'toolkit': '/p/t.run'})
+    slurped = {'content': base64.b64encode(json.dumps(record).encode()).decode(), 'encoding': 'base64'}
+    assert read_package_record(slurped) == record
+    assert read_package_record({'failed': True, 'msg': 'file not found: /etc/ascend/cann-packages.json'}) == {}
+    assert read_package_record(None) == {}
+    with pytest.raises(ValueError):
+        read_package_record({'content': base64.b64encode(b'[1]').decode()})

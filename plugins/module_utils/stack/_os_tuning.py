@@ -20,8 +20,33 @@ import re
 # Reads each (name, path pattern) pair and prints a JSON list of {name, path, state, value}: state absent, ro
 # (read-only, as in a container) or rw; value the current one (the [selected] word of a sysfs choice such as
 # transparent_hugepage/enabled), whitespace collapsed. Globs (cpu*) give one entry per path.
-READ_SCRIPT = 'sep=\'\'\nprintf \'[\'\nwhile [ "$#" -ge 2 ]; do\n  name=$1; pattern=$2; shift 2\n  for path in $pattern; do\n    state=absent; value=\'\'\n    if [ -e "$path" ]; then\n      value=$(cat "$path" 2>/dev/null || true)\n      case $value in *\\[*\\]*) value=${value#*\\[}; value=${value%%\\]*};; esac\n      value=$(echo $value | tr -d \'"\\\\\')\n      if [ -w "$path" ]; then state=rw; else state=ro; fi\n    fi\n    printf \'%s{"name": "%s", "path": "%s", "state": "%s", "value": "%s"}\' "$sep" "$name" "$path" "$state" "$value"\n    sep=\', \'\n  done\ndone\nprintf \']\\n\'\n'
-WRITE_SCRIPT = 'set -e\ndry=$1; shift\nwhile [ "$#" -ge 2 ]; do\n  [ "$dry" = 1 ] || printf \'%s\\n\' "$2" > "$1"\n  shift 2\ndone\n'
+READ_SCRIPT = (
+    "sep=''\n"
+    "printf '['\n"
+    'while [ "$#" -ge 2 ]; do\n'
+    '  name=$1; pattern=$2; shift 2\n'
+    '  for path in $pattern; do\n'
+    "    state=absent; value=''\n"
+    '    if [ -e "$path" ]; then\n'
+    '      value=$(cat "$path" 2>/dev/null || true)\n'
+    '      case $value in *\\[*\\]*) value=${value#*\\[}; value=${value%%\\]*};; esac\n'
+    '      value=$(echo $value | tr -d \'"\\\\\')\n'
+    '      if [ -w "$path" ]; then state=rw; else state=ro; fi\n'
+    '    fi\n'
+    '    printf \'%s{"name": "%s", "path": "%s", "state": "%s", "value": "%s"}\' "$sep" "$name" "$path" "$state" "$value"\n'
+    "    sep=', '\n"
+    '  done\n'
+    'done\n'
+    "printf ']\\n'\n"
+)
+WRITE_SCRIPT = (
+    'set -e\n'
+    'dry=$1; shift\n'
+    'while [ "$#" -ge 2 ]; do\n'
+    '  [ "$dry" = 1 ] || printf \'%s\\n\' "$2" > "$1"\n'
+    '  shift 2\n'
+    'done\n'
+)
 # Writes each (path, value) pair; with dry=1 (check mode) writes nothing.
 
 # What happens to a value, and the report's words for it.

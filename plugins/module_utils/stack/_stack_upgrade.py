@@ -183,7 +183,6 @@ def package_record(old, version, packages):
     return {'current': {'version': version, 'packages': dict(packages or {})}, 'previous': current or None}
 
 
-
 def read_package_record(slurped):
     """The package record (package_record's) a role reads back from the host: ``slurped`` is the result of
     ansible.builtin.slurp of the record's file; {} when there is none yet (the slurp found no file). ValueError when
@@ -195,6 +194,7 @@ def read_package_record(slurped):
     if not isinstance(record, dict):
         raise ValueError('the package record is no JSON object')
     return record
+
 
 def _components(versions, what):
     versions = dict((KNOWN_GOOD_KEYS.get(key, key), _version(value, 'the %s version in %s' % (key, what)))

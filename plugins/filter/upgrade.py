@@ -10,9 +10,6 @@ wait_retries (documented in their .yml files)."""
 
 from __future__ import annotations
 
-import base64
-import binascii
-
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.common._bounded_wait import tries_for
@@ -63,20 +60,9 @@ def stack_missing_packages(sources, on_node, on_controller, at_url):
         _list(at_url, 'stack_missing_packages', 'at_url'))
 
 
-def _decoded(record):
-    """A slurp result with its content decoded; results without content (an absent record) as they are."""
-    if not isinstance(record, dict) or 'content' not in record:
-        return record
-    try:
-        text = base64.b64decode(record['content'], validate=True).decode('utf-8')
-    except (binascii.Error, ValueError, TypeError) as error:
-        raise AnsibleFilterError('stack_rollback_packages: %s is no package record: %s' % (record.get('item'), error))
-    return dict(record, content=text)
-
-
 def stack_rollback_packages(needs, records, found_files, dirs, npu_devices=()):
     """The package file of each version a rollback would reinstall, and what is missing."""
-    records = [_decoded(record) for record in _list(records, 'stack_rollback_packages', 'records')]
+    records = _list(records, 'stack_rollback_packages', 'records')
     try:
         return _upgrade_inputs.rollback_packages(
             _dict(needs, 'stack_rollback_packages', 'the input (the versions needed)'), records,

@@ -16,6 +16,8 @@ Pure: the callers read the host.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import math
 import os
 
@@ -188,16 +190,26 @@ def package_record(old, version, packages):
 MAX_RECORD_BYTES = 1 << 20
 
 
-def recorded_package_files(text, where='a package record'):
-    """The package files a record of package_record's (``text``, its JSON; or a dict of such records by name) names,
-    current entry first, each entry's files in the record's order. :raises ValueError: naming ``where`` when the
-    text is no JSON."""
+def read_package_record(slurped, where='the package record'):
+    """The package record (package_record's) a role reads back from the host: ``slurped`` is the result of
+    ansible.builtin.slurp of the record's file; {} when there is none yet (the slurp found no file). ValueError,
+    naming ``where``, when the file holds no JSON object."""
+    content = (slurped or {}).get('content')
+    if content is None:
+        return {}
     try:
-        record = loads(text, max_bytes=MAX_RECORD_BYTES)
-    except JsonError as error:
+        record = loads(base64.b64decode(content), max_bytes=MAX_RECORD_BYTES)
+    except (JsonError, binascii.Error, TypeError) as error:
         raise ValueError('%s is no package record: %s' % (where, error))
-    entries = [record] if isinstance(record, dict) and 'current' in record else (
-        list(record.values()) if isinstance(record, dict) else [])
+    if not isinstance(record, dict):
+        raise ValueError('%s is no package record: no JSON object' % where)
+    return record
+
+
+def recorded_package_files(record):
+    """The package files a record of package_record's (or a dict of such records by name) names, current entry
+    first, each entry's files in the record's order."""
+    entries = [record] if 'current' in record else list(record.values())
     files = []
     for entry in entries:
         if not isinstance(entry, dict):

@@ -21,6 +21,7 @@ from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.stack._stack_u
     STACK,
     missing_message,
     previous_packages,
+    read_package_record,
     recorded_package_files,
 )
 
@@ -120,7 +121,7 @@ def rollback_packages(needs, records, found_files, dirs, npu_devices=()):
     files = []
     for record in records:
         if isinstance(record, dict) and 'content' in record:
-            files.extend(recorded_package_files(record['content'], record.get('item', 'a package record')))
+            files.extend(recorded_package_files(read_package_record(record, record.get('item', 'a package record'))))
     files += sorted(item['path'] for item in found_files)
     where = list(dirs) + [record['item'] for record in records if isinstance(record, dict) and 'item' in record]
     families = [device.get('chip_family') for device in npu_devices or () if isinstance(device, dict)]

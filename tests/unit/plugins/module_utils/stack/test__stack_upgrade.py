@@ -9,6 +9,7 @@ file names, as the Ascend download pages and the install guide give them)."""
 
 from __future__ import annotations
 
+import base64
 import json
 
 import pytest
@@ -17,6 +18,7 @@ from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.stack._stack_u
     missing_message,
     package_record,
     previous_packages,
+    read_package_record,
     recorded_package_files,
     rollback_plan,
     upgrade_steps,
@@ -67,14 +69,15 @@ def test_the_versions_after_the_steps_are_the_installed_ones_with_each_step_done
 def test_a_record_names_its_files_current_first_and_a_dict_of_records_all_of_theirs():
     record = package_record(package_record(None, '8.1.RC1', {'toolkit': '/p/t81.run'}), '8.2.RC1',
                             {'toolkit': '/p/t82.run', 'nnal': ''})
-    assert recorded_package_files(json.dumps(record)) == ['/p/t82.run', '/p/t81.run']
-    assert recorded_package_files(json.dumps({'a': record, 'b': 'not an entry'})) == ['/p/t82.run', '/p/t81.run']
-    assert recorded_package_files('[]') == []
+    assert recorded_package_files(record) == ['/p/t82.run', '/p/t81.run']
+    assert recorded_package_files({'a': record, 'b': 'not an entry'}) == ['/p/t82.run', '/p/t81.run']
+    assert recorded_package_files({}) == []
 
 
 def test_a_record_that_is_no_json_is_named_in_the_error():
-    with pytest.raises(ValueError, match='/etc/ascend/cann-packages.json is no package record'):
-        recorded_package_files('{"current": ', '/etc/ascend/cann-packages.json')
+    for content in (base64.b64encode(b'{"current": ').decode(), base64.b64encode(b'[]').decode(), 'not base64!'):
+        with pytest.raises(ValueError, match='/etc/ascend/cann-packages.json is no package record'):
+            read_package_record({'content': content}, '/etc/ascend/cann-packages.json')
 
 
 def test_the_rollback_gives_the_roles_sources_of_its_files():
@@ -286,3 +289,20 @@ def test_a_previous_package_of_an_unknown_version_is_not_needed_and_names_use_no
     assert previous_packages({'firmware': 'None', 'driver': None}, FILES) == expected
     assert missing_message([{'component': 'firmware', 'version': None, 'name': 'x'}], []) == (
         'no package of the installed firmware of unknown version (x) in no folder')
+
+
+def test_read_package_record_reads_back_what_package_record_wrote():
+    import base64
+    import json
+
+    from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.stack._stack_upgrade import (
+        package_record,
+        read_package_record,
+    )
+    record = package_record(None, '8.2.RC1', {'toolkit': '/p/t.run'})
+    slurped = {'content': base64.b64encode(json.dumps(record).encode()).decode(), 'encoding': 'base64'}
+    assert read_package_record(slurped) == record
+    assert read_package_record({'failed': True, 'msg': 'file not found: /etc/ascend/cann-packages.json'}) == {}
+    assert read_package_record(None) == {}
+    with pytest.raises(ValueError):
+        read_package_record({'content': base64.b64encode(b'[1]').decode()})

@@ -9,6 +9,7 @@ package files."""
 
 from __future__ import annotations
 
+import base64
 import json
 
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.stack._stack_upgrade import package_record
@@ -92,7 +93,7 @@ def test_a_component_without_any_source_is_missing():
 
 
 def test_the_rollback_takes_the_recorded_files_first_and_the_kernels_of_the_npus_chip():
-    record = json.dumps(package_record(None, '8.1.RC1', {'toolkit': TOOLKIT}))
+    record = base64.b64encode(json.dumps(package_record(None, '8.1.RC1', {'toolkit': TOOLKIT})).encode()).decode()
     records = [{'item': '/etc/ascend/cann-packages.json', 'content': record},
                {'item': '/etc/ascend/npu-driver-packages.json', 'failed': True}]
     found_files = [{'path': KERNELS_A3}, {'path': KERNELS_910B}, {'path': '/var/cache/Ascend-cann-toolkit_8.1.RC1_linux-aarch64.run'}]

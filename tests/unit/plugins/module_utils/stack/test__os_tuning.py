@@ -1,0 +1,136 @@
+# -*- coding: utf-8 -*-
+
+# Copyright (c) kunpeng_ascend.vllm contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+"""Role os_tuning's settings, live plan, hugepage check and irqbalance report, as its Jinja made them before."""
+
+from __future__ import annotations
+
+import pytest
+
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.stack._os_tuning import (
+    READ_SCRIPT,
+    WRITE_SCRIPT,
+    hugepages_fit,
+    irqbalance_report,
+    live_plan,
+    live_read_argv,
+    settings,
+    wanted_packages,
+)
+
+# /proc/meminfo of an Atlas 800T A2 (Kunpeng 920, 1.5 TiB), its lines cut.
+MEMINFO = ('MemTotal:       1584318272 kB\nMemFree:        1490712320 kB\nHugePages_Total:       0\n'
+           'Hugepagesize:       2048 kB\nHugetlb:               0 kB\n')
+
+
+def inputs(**changes):
+    base = {'hugepages': 1024, 'hugetlb_shm_group': 'hugetlb', 'swappiness': 0, 'numa_balancing': 0,
+            'sched_migration_cost_ns': 50000, 'sysctl_extra': {}, 'transparent_hugepages': 'never',
+            'cpu_governor': 'performance', 'sysfs_path': '/sys/'}
+    base.update(changes)
+    return base
+
+
+def test_settings_collects_sysctl_sys_and_live_items():
+    result = settings(inputs(), '998')
+    assert result['sysctl'] == {'vm.nr_hugepages': 1024, 'vm.hugetlb_shm_group': '998', 'vm.swappiness': 0,
+                                'kernel.numa_balancing': 0, 'kernel.sched_migration_cost_ns': 50000}
+    assert result['sys'] == [
+        {'name': 'transparent_hugepage', 'path': 'kernel/mm/transparent_hugepage/enabled', 'value': 'never'},
+        {'name': 'scaling_governor', 'path': 'devices/system/cpu/cpu*/cpufreq/scaling_governor', 'value': 'performance'}]
+    assert result['live_items'][0] == {'name': 'vm.nr_hugepages', 'pattern': '/proc/sys/vm/nr_hugepages', 'value': '1024'}
+    assert result['live_items'][-1] == {'name': 'scaling_governor',
+                                        'pattern': '/sys/devices/system/cpu/cpu*/cpufreq/scaling_governor',
+                                        'value': 'performance'}
+    assert len(result['live_items']) == 7
+
+
+def test_settings_leave_out_nulls_merge_extras_in_place_and_show_a_placeholder_gid():
+    result = settings(inputs(hugetlb_shm_group='hugetlb', swappiness=None, transparent_hugepages=None, cpu_governor=None,
+                             sysctl_extra={'vm.nr_hugepages': 2048, 'net.core.somaxconn': 4096, 'kernel.numa_balancing': None}),
+                      None)
+    assert list(result['sysctl'].items()) == [('vm.nr_hugepages', 2048), ('vm.hugetlb_shm_group', '<gid of hugetlb>'),
+                                              ('kernel.sched_migration_cost_ns', 50000), ('net.core.somaxconn', 4096)]
+    assert result['sys'] == []
+    assert result['live_items'][-1] == {'name': 'net.core.somaxconn', 'pattern': '/proc/sys/net/core/somaxconn',
+                                        'value': '4096'}
+    assert 'vm.hugetlb_shm_group' not in settings(inputs(hugetlb_shm_group=None), None)['sysctl']
+    assert settings(inputs(sysctl_extra={'kernel.x': True}), '1')['live_items'][5]['value'] == 'True'
+
+
+def test_live_read_argv_gives_the_script_its_name_pattern_pairs():
+    items = [{'name': 'vm.swappiness', 'pattern': '/proc/sys/vm/swappiness', 'value': '0'},
+             {'name': 'scaling_governor', 'pattern': '/sys/devices/system/cpu/cpu*/cpufreq/scaling_governor', 'value': 'x'}]
+    assert live_read_argv(items) == ['/bin/sh', '-c', READ_SCRIPT, 'read', 'vm.swappiness', '/proc/sys/vm/swappiness',
+                                     'scaling_governor', '/sys/devices/system/cpu/cpu*/cpufreq/scaling_governor']
+    assert READ_SCRIPT.startswith("sep=''\n") and READ_SCRIPT.endswith("printf ']\\n'\n")
+
+
+ITEMS = [{'name': 'vm.swappiness', 'pattern': '/proc/sys/vm/swappiness', 'value': '0'},
+         {'name': 'vm.nr_hugepages', 'pattern': '/proc/sys/vm/nr_hugepages', 'value': '1024'},
+         {'name': 'kernel.numa_balancing', 'pattern': '/proc/sys/kernel/numa_balancing', 'value': '0'},
+         {'name': 'transparent_hugepage', 'pattern': '/sys/kernel/mm/transparent_hugepage/enabled', 'value': ' never '},
+         {'name': 'kernel.sched_migration_cost_ns', 'pattern': '/proc/sys/kernel/sched_migration_cost_ns', 'value': '5'}]
+ROWS = [{'name': 'vm.swappiness', 'path': '/proc/sys/vm/swappiness', 'state': 'rw', 'value': '60'},
+        {'name': 'vm.nr_hugepages', 'path': '/proc/sys/vm/nr_hugepages', 'state': 'rw', 'value': '0'},
+        {'name': 'kernel.numa_balancing', 'path': '/proc/sys/kernel/numa_balancing', 'state': 'ro', 'value': '1'},
+        {'name': 'transparent_hugepage', 'path': '/sys/kernel/mm/transparent_hugepage/enabled', 'state': 'rw',
+         'value': 'never'},
+        {'name': 'kernel.sched_migration_cost_ns', 'path': '/proc/sys/kernel/sched_migration_cost_ns',
+         'state': 'absent', 'value': ''}]
+
+
+def test_live_plan_decides_each_value_and_reports_it():
+    plan = live_plan(ITEMS, ROWS, True, False)
+    assert [row['action'] for row in plan['rows']] == ['write', 'write', 'read-only', 'set', 'absent']
+    assert plan['rows'][3]['want'] == 'never'
+    assert plan['report'] == [
+        '/proc/sys/vm/swappiness = 0: applied live (was 60)',
+        '/proc/sys/vm/nr_hugepages = 1024: applied live (was 0)',
+        '/proc/sys/kernel/numa_balancing = 0: not applied live: read-only here (a container?): persisted for the next boot',
+        '/sys/kernel/mm/transparent_hugepage/enabled = never: already set',
+        '/proc/sys/kernel/sched_migration_cost_ns = 5: not on this host: skipped']
+    assert plan['writes'] == 2 and plan['hugepages_written'] is True
+    assert plan['write_argv'] == ['/bin/sh', '-c', WRITE_SCRIPT, 'write', '0', '/proc/sys/vm/swappiness', '0',
+                                  '/proc/sys/vm/nr_hugepages', '1024']
+
+
+def test_live_plan_in_check_mode_is_dry_and_without_apply_live_writes_nothing():
+    check = live_plan(ITEMS, ROWS, True, True)
+    assert check['write_argv'][4] == '1'
+    assert check['report'][0] == '/proc/sys/vm/swappiness = 0: would be applied live (was 60)'
+    off = live_plan(ITEMS, ROWS, False, False)
+    assert [row['action'] for row in off['rows']] == ['disabled', 'disabled', 'disabled', 'set', 'absent']
+    assert off['writes'] == 0 and off['hugepages_written'] is False
+    assert off['report'][0] == ('/proc/sys/vm/swappiness = 0: not applied live (os_tuning_apply_live is false):'
+                                ' persisted for the next boot')
+    assert live_plan(ITEMS, [], True, False)['report'] == []
+
+
+def test_hugepages_fit_against_the_share_of_memory():
+    fit = hugepages_fit(MEMINFO, None, 1024, 10)
+    assert fit == {'page_kb': 2048, 'memory_kb': 1584318272, 'wanted_kb': 2097152, 'limit_kb': 158431827,
+                   'memory_mib': 1547185, 'wanted_mib': 2048, 'limit_mib': 154718, 'fits': True}
+    assert hugepages_fit(MEMINFO, 1024, 1024, 50)['fits'] is False
+    assert hugepages_fit(MEMINFO, 1024, 256, 50)['fits'] is True
+    assert hugepages_fit('MemTotal: 1000 kB\n', None, 1, 100)['page_kb'] == 2048
+    assert hugepages_fit('Hugepagesize: 524288 kB\n', 1024 * 1024, 4, 50)['wanted_kb'] == 2097152
+
+
+@pytest.mark.parametrize('mode, state, expected', [
+    ('unmanaged', None, 'unmanaged (left as it is)'),
+    ('enabled', {'LoadState': 'not-found'}, 'enabled and started'),
+    ('disabled', {'LoadState': 'loaded'}, 'stopped and disabled'),
+    ('disabled', {'LoadState': 'not-found'}, 'not installed: nothing to stop'),
+    ('disabled', {}, 'not installed: nothing to stop'),
+])
+def test_irqbalance_report(mode, state, expected):
+    assert irqbalance_report(mode, state) == expected
+
+
+def test_wanted_packages_add_irqbalance_only_when_enabled():
+    assert wanted_packages(['numactl'], ['htop'], 'irqbalance', 'enabled') == ['numactl', 'htop', 'irqbalance']
+    assert wanted_packages(['numactl'], [], 'irqbalance', 'disabled') == ['numactl']

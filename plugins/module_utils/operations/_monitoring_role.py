@@ -34,4 +34,3 @@ def prometheus_url(config):
     _monitoring.prometheus_config makes it; a wildcard listen address is reached through loopback)."""
     job = [item for item in config['scrape_configs'] if item['job_name'] == 'prometheus'][0]
     return 'http://%s' % job['static_configs'][0]['targets'][0]
-

@@ -16,11 +16,10 @@ from ansible.errors import AnsibleFilterError
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.operations._benchmark import (
     LOAD_NUMBERS,
     RESULTS_COLUMNS,
-    SUMMARY_SCHEMA,
     BenchmarkError,
     best_point,
     compare_target_problems,
-    comparison,
+    comparison_record,
     csv_text,
     grid_points,
     load_number_problems,
@@ -32,6 +31,7 @@ from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.operations._be
     priority_problems,
     results_rows,
 )
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.operations._benchmark_report import SUMMARY_SCHEMA
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.serving._serving import SERVING_PARAMS
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.operations._soak import LOAD_OPTIONS
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.operations._soak import OPTIONS as SOAK_OPTIONS
@@ -181,18 +181,10 @@ def benchmark_comparison(run, other, target, quality=None):
     """The comparison of a run of the service (``run``, the vllm_benchmark module's result) with the same load's run
     against the second target (``other``): the target without its key, its status and metrics, the ratios candidate
     / baseline, and the candidate's quality record (``quality``: model_quality_info's result, or null)."""
-    problems = compare_target_problems(target, 'target')
-    if problems:
-        raise AnsibleFilterError('benchmark_comparison: %s' % '; '.join(problems))
-    role = target.get('role') or 'candidate'
-    record = None
-    if quality:
-        record = {'record_path': quality.get('record_path'), 'quantized': quality.get('quantized'),
-                  'status': (quality.get('record') or {}).get('status'),
-                  'problems': list(quality.get('serving_problems') or [])}
-    return {'target': dict((key, target.get(key)) for key in ('base_url', 'model', 'tokenizer', 'candidate_digest')),
-            'role': role, 'status': other['status'], 'metrics': other['metrics'],
-            'ratios': comparison(run['metrics'], other['metrics'], role), 'quality': record}
+    try:
+        return comparison_record(run, other, target, quality)
+    except BenchmarkError as error:
+        raise AnsibleFilterError('benchmark_comparison: %s' % error.msg)
 
 
 class FilterModule:

@@ -4,13 +4,21 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
 
-"""The doctor_input_problems and restart_storm filters (documented in doctor_input_problems.yml, restart_storm.yml)."""
+"""The doctor role's filters, each documented in its own .yml: doctor_input_problems, restart_storm, and the
+records the role writes - doctor_lines (its summary), doctor_host_report (<host>.json) and doctor_fleet (fleet.json,
+the fleet's verdict) - all built by module_utils/operations/_doctor.py."""
 
 from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.operations._doctor import check_inputs, check_restart_storm
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.operations._doctor import (
+    check_inputs,
+    check_restart_storm,
+    finding_lines,
+    fleet_summary,
+    host_report,
+)
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.common._systemd import parse_show_one
 
 
@@ -31,6 +39,40 @@ def restart_storm(show, unit, journal=''):
     return check_restart_storm(unit, parse_show_one(show), journal.splitlines())
 
 
+def _result(result, name):
+    if not isinstance(result, dict) or not all(key in result for key in ('status', 'findings', 'compliance')):
+        raise AnsibleFilterError('%s: the input must be the result of kunpeng_ascend.vllm.ascend_doctor' % name)
+    return result
+
+
+def doctor_lines(result):
+    """One readable line per finding and per compliance item of an ascend_doctor ``result``."""
+    return finding_lines(_result(result, 'doctor_lines'))
+
+
+def doctor_host_report(result, host, compat_waiver, generated):
+    """The report (doctor-report/1) of ``host`` from its ascend_doctor ``result``, generated at ``generated``."""
+    if not isinstance(_result(result, 'doctor_host_report').get('service'), dict):
+        raise AnsibleFilterError('doctor_host_report: the input must be the result of kunpeng_ascend.vllm.ascend_doctor')
+    return host_report(host, result, compat_waiver, generated)
+
+
+def doctor_fleet(hosts, hostvars, generated, result_var='__doctor_result'):
+    """The fleet summary (doctor-fleet/1) of ``hosts`` (the play's hosts, in order): each host's ``result_var`` in
+    ``hostvars`` (absent: the host is unreachable), and the fleet's verdict."""
+    if not isinstance(hosts, (list, tuple)) or not all(isinstance(host, str) for host in hosts):
+        raise AnsibleFilterError('doctor_fleet: the input must be the list of the play\'s hosts')
+    results = {}
+    for host in hosts:
+        try:
+            result = hostvars[host].get(result_var)
+        except (KeyError, TypeError, AttributeError):
+            result = None
+        results[host] = result if isinstance(result, dict) else None
+    return fleet_summary(results, generated)
+
+
 class FilterModule(object):
     def filters(self):
-        return {'doctor_input_problems': doctor_input_problems, 'restart_storm': restart_storm}
+        return {'doctor_input_problems': doctor_input_problems, 'restart_storm': restart_storm,
+                'doctor_lines': doctor_lines, 'doctor_host_report': doctor_host_report, 'doctor_fleet': doctor_fleet}

@@ -10,9 +10,14 @@ hostile or huge, never a traceback nor a value JSON does not have."""
 from __future__ import annotations
 
 import json
+import re
 
 # Deeper documents are refused before the parser recurses (Python's stops at about 1000 levels with RecursionError).
 MAX_DEPTH = 64
+# A JSON string: from a double quote to the next one no backslash escapes, or to the end of the text.
+_STRING = r'"[^"\\]*(?:\\.[^"\\]*)*"?'
+# One compiled scanner per set of characters looked for (outside_strings).
+_SCANNERS = {}
 
 
 class JsonError(ValueError):
@@ -23,27 +28,28 @@ def _refuse_constant(name):
     raise JsonError('%s is not a JSON number' % name)
 
 
+def outside_strings(text, characters):
+    """Each ``(index, character)`` of ``text`` that is one of ``characters`` and lies outside every JSON string
+    (see _STRING), in order: the one scanner of JSON's strings, linear in the text."""
+    scanner = _SCANNERS.get(characters)
+    if scanner is None:
+        scanner = _SCANNERS[characters] = re.compile('%s|[%s]' % (_STRING, re.escape(characters)), re.S)
+    for match in scanner.finditer(text):
+        if match.group()[0] != '"':
+            yield match.start(), match.group()
+
+
 def _depth(text):
     """The deepest nesting of brackets and braces outside strings, counted in one pass (linear, no recursion)."""
     depth = deepest = 0
-    in_string = escaped = False
-    for char in text:
-        if in_string:
-            if escaped:
-                escaped = False
-            elif char == '\\':
-                escaped = True
-            elif char == '"':
-                in_string = False
-        elif char == '"':
-            in_string = True
-        elif char in '[{':
+    for _index, char in outside_strings(text, '[]{}'):
+        if char in '[{':
             depth += 1
             if depth > deepest:
                 deepest = depth
                 if deepest > MAX_DEPTH:
                     return deepest
-        elif char in ']}':
+        else:
             depth -= 1
     return deepest
 

@@ -21,8 +21,6 @@ import re
 
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.common._numbers import MAX_SECONDS, number_problem
 
-RUN_SCHEMA = 'kunpeng_ascend.vllm/benchmark-run/1'
-SUMMARY_SCHEMA = 'kunpeng_ascend.vllm/benchmark-summary/1'
 
 LATENCIES = ('ttft', 'tpot', 'itl', 'e2el')
 STATISTICS = ('mean', 'p50', 'p90', 'p99')
@@ -600,3 +598,22 @@ def comparison(service_metrics, other_metrics, role='candidate'):
         over, under = _number(candidate.get(key)), _number(baseline.get(key))
         ratios[key] = over / under if over is not None and under else None
     return ratios
+
+
+def comparison_record(run, other, target, quality=None):
+    """The comparison a run file holds: a run of the service (``run``, the vllm_benchmark module's result) with the
+    same load's run against the second target (``other``) - the target without its key, its role, status and
+    metrics, the ratios candidate / baseline, and the candidate's quality record (``quality``: model_quality_info's
+    result, or None). BenchmarkError when ``target`` is not a second target."""
+    problems = compare_target_problems(target, 'target')
+    if problems:
+        raise BenchmarkError('; '.join(problems))
+    role = target.get('role') or 'candidate'
+    record = None
+    if quality:
+        record = {'record_path': quality.get('record_path'), 'quantized': quality.get('quantized'),
+                  'status': (quality.get('record') or {}).get('status'),
+                  'problems': list(quality.get('serving_problems') or [])}
+    return {'target': dict((key, target.get(key)) for key in ('base_url', 'model', 'tokenizer', 'candidate_digest')),
+            'role': role, 'status': other['status'], 'metrics': other['metrics'],
+            'ratios': comparison(run['metrics'], other['metrics'], role), 'quality': record}

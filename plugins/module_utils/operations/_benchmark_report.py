@@ -9,6 +9,8 @@
 The benchmark report: one self-contained HTML file made from a benchmark run directory (the run files
 ``runs/<host>/<label>.json`` and the optional ``summary.json`` that the vllm_benchmark role writes):
 
+* ``run_record``, ``soak_record`` and ``summary_record``: the run files and the summary the role writes, built here
+  where they are read back, under the schemas named here (RUN_SCHEMA, SUMMARY_SCHEMA);
 * ``load_run_dir(path)``: the run files and the summary, read and checked; a file that is no JSON object of the
   expected schema, or a directory without run files, raises ReportError, whose message names the file;
 * ``build_report(runs, summary, title)``: the HTML text - PASS/FAIL per host, the targets, every run, the grid with
@@ -37,6 +39,7 @@ import traceback
 
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.common import _json
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.common._files import UnreadableFile, read_regular_file
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.operations._benchmark import comparison_record
 
 try:
     import matplotlib
@@ -115,6 +118,79 @@ class ReportError(Exception):
 
 
 # --------------------------------------------------------------------------------------------------------- input
+
+# --------------------------------------------------------------------------------------------------------- records
+
+# The keys of the soak's result (vllm_soak's ``soak``) that a soak's run file holds at its top level, not under soak.
+SOAK_TOP_KEYS = ('metrics', 'vllm_bench', 'argv', 'warnings')
+# The files the summary's CSV tables go to, which summary.json does not repeat.
+SUMMARY_TABLES = ('results_csv', 'optimization_csv')
+
+
+def _service_config(service, report):
+    """The serving configuration a run ran with (``service``), with the service's mode, unit and model."""
+    return dict(service, mode=report['mode'], unit=report['unit'], model=report['model'])
+
+
+def run_record(results, compare, quality, run, report, load):
+    """The run file (RUN_SCHEMA) of one benchmark run: the service's result (``results``: the vllm_benchmark loop's
+    registered results, the service first, then the second target when ``compare`` is one) with its comparison
+    (``quality``: model_quality_info's result or None), ``run`` (run_id, host, label, grid_point, started, finished,
+    service: the serving configuration), ``report`` (vllm_service_report) and ``load`` (the load's numbers: num_prompts,
+    input_len, output_len, max_concurrency, request_rate, seed, sample_interval, priority_share, priority)."""
+    benchmark = results['results'][0]['benchmark']
+    record = dict(benchmark)
+    record.update({
+        'comparison': comparison_record(benchmark, results['results'][1]['benchmark'], compare, quality)
+        if compare is not None else None,
+        'schema': RUN_SCHEMA,
+        'run_id': run['run_id'],
+        'host': run['host'],
+        'label': run['label'],
+        'grid_point': run['grid_point'],
+        'started': run['started'],
+        'finished': run['finished'],
+        'config': {
+            'service': _service_config(run['service'], report),
+            'load': {'num_prompts': load['num_prompts'], 'input_len': load['input_len'],
+                     'output_len': load['output_len'], 'max_concurrency': load['max_concurrency'],
+                     'request_rate': str(load['request_rate']), 'seed': int(load['seed']),
+                     'endpoint': report['endpoint'] + '/completions', 'model': report['served_model_name'],
+                     'sample_interval': load['sample_interval'], 'priority_share': load['priority_share'],
+                     'priority': load['priority']}}})
+    return record
+
+
+def soak_record(soak, run, report, load):
+    """The run file (RUN_SCHEMA) of a soak: a benchmark run file (its load, metrics and configuration) with the soak's
+    samples, fits and verdict under ``soak``; ``soak`` is vllm_soak's ``soak`` result, ``run`` (run_id, host, started,
+    finished, service), ``report`` (vllm_service_report), ``load`` (input_len, output_len, max_concurrency,
+    request_rate, seed). None when the soak did not run (vllm_soak in check mode gives no verdict): there is no run
+    to keep."""
+    if 'verdict' not in soak:
+        return None
+    return {
+        'schema': RUN_SCHEMA, 'run_id': run['run_id'], 'host': run['host'], 'label': 'soak', 'grid_point': None,
+        'started': run['started'], 'finished': run['finished'], 'argv': soak['argv'], 'status': soak['verdict'],
+        'metrics': soak['metrics'], 'targets': [], 'npu_samples': [], 'loadgen_samples': [],
+        'vllm_bench': soak['vllm_bench'], 'warnings': soak['warnings'],
+        'soak': dict((key, value) for key, value in soak.items() if key not in SOAK_TOP_KEYS),
+        'config': {
+            'service': _service_config(run['service'], report),
+            'load': {'num_prompts': soak['num_prompts'], 'input_len': load['input_len'],
+                     'output_len': load['output_len'], 'max_concurrency': load['max_concurrency'],
+                     'request_rate': str(load['request_rate']), 'seed': load['seed'],
+                     'endpoint': report['endpoint'] + '/completions', 'model': report['served_model_name']}}}
+
+
+def summary_record(summary, keep_best):
+    """summary.json (SUMMARY_SCHEMA): the summary of every node's runs without its CSV tables (their own files), its
+    grid, if any, saying whether the inventory's configuration was put back (``restored``: not ``keep_best``)."""
+    record = dict((key, value) for key, value in summary.items() if key not in SUMMARY_TABLES)
+    if summary.get('grid'):
+        record['grid'] = dict(summary['grid'], restored=not keep_best)
+    return record
+
 
 def _read_json(path, schema, what):
     """The JSON object of ``path``, checked to be of ``schema``; ReportError naming the file otherwise."""

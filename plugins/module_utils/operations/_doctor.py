@@ -53,14 +53,71 @@ def finding(check, status, summary, details=None, fix=None):
             'fix': fix}
 
 
+# The health of a host, best first, and the finding status that makes each (the verdict order, kept here once).
+HEALTH = ('healthy', 'degraded', 'broken')
+_HEALTH_OF_STATUS = {'fail': 'broken', 'warn': 'degraded'}
+# The status of a host the doctor could not check (it failed or was unreachable before): as bad as broken.
+UNREACHABLE = 'unreachable'
+REPORT_SCHEMA = 'kunpeng_ascend.vllm/doctor-report/1'
+FLEET_SCHEMA = 'kunpeng_ascend.vllm/doctor-fleet/1'
+
+
+def worst_health(healths):
+    """The worst of ``healths`` in HEALTH order (an unreachable host counts as broken); ``healthy`` when empty."""
+    ranks = [HEALTH.index('broken' if health == UNREACHABLE else health) for health in healths]
+    return HEALTH[max(ranks)] if ranks else HEALTH[0]
+
+
 def overall(findings):
     """``broken`` when a finding fails, else ``degraded`` when one warns, else ``healthy``."""
-    statuses = set(item['status'] for item in findings)
-    if 'fail' in statuses:
-        return 'broken'
-    if 'warn' in statuses:
-        return 'degraded'
-    return 'healthy'
+    return worst_health(_HEALTH_OF_STATUS.get(item['status'], 'healthy') for item in findings)
+
+
+# --------------------------------------------------------------------------------------------------------- reports
+
+def finding_lines(result):
+    """The doctor role's readable lines of one ascend_doctor ``result``: its verdict line is the caller's; here one
+    line per finding, then one per compliance item - status, check, summary and its fix."""
+    def line(status, check, summary, fix):
+        return '%-7s %-17s %s%s' % (status.upper(), check, summary, (' -- fix: %s' % fix) if fix else '')
+    return ([line(item['status'], item['check'], item['summary'], item.get('fix'))
+             for item in result.get('findings') or []]
+            + [line(item['status'], 'compliance:%s' % item['id'], item['summary'], item.get('fix'))
+               for item in result.get('compliance') or []])
+
+
+def host_report(host, result, compat_waiver, generated):
+    """The doctor's report of ``host`` (schema REPORT_SCHEMA) from its ascend_doctor ``result``: what the role writes
+    to <run dir>/<host>.json."""
+    service = result['service']
+    return {'schema': REPORT_SCHEMA, 'host': host, 'generated': generated, 'status': result['status'],
+            'mode': result['mode'],
+            'inputs': {'service': service['name'], 'vllm_ascend': service['vllm_ascend'], 'unit': service['unit'],
+                       'recorded': service.get('record') is not None, 'compat_waiver': compat_waiver or None},
+            'findings': result['findings'],
+            # Compliance evidence ({id, status pass|fail|unknown, summary, evidence, fix}): docs/compliance.md.
+            'compliance': result['compliance']}
+
+
+def _checks_with(findings, status, key='check'):
+    return [item[key] for item in findings if item.get('status') == status]
+
+
+def fleet_summary(results, generated):
+    """The doctor's fleet summary (schema FLEET_SCHEMA): ``results`` maps each host of the play, in order, to its
+    ascend_doctor result, or None (or {}) when the doctor did not get to it (then the host is unreachable); the
+    fleet's status is the worst host's (HEALTH order, an unreachable host as broken)."""
+    hosts = {}
+    for host, result in results.items():
+        result = result or {}
+        findings = result.get('findings') or []
+        hosts[host] = {'status': result.get('status', UNREACHABLE),
+                       'failing': _checks_with(findings, 'fail'),
+                       'warning': _checks_with(findings, 'warn'),
+                       'compliance_failing': _checks_with(result.get('compliance') or [], 'fail', 'id'),
+                       'report': '%s.json' % host if 'status' in result else None}
+    return {'schema': FLEET_SCHEMA, 'generated': generated,
+            'status': worst_health(item['status'] for item in hosts.values()), 'hosts': hosts}
 
 
 # --------------------------------------------------------------------------------------------------------- inputs

@@ -25,6 +25,7 @@ import ipaddress
 import re
 
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.common._bounded_wait import tries_for
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.common._systemd import parse_show_one
 
 # /proc/net/tcp's state column: only established connections count.
 TCP_ESTABLISHED = '01'
@@ -142,8 +143,9 @@ def decide(state, unit, joined, polls):
 
 
 def parse_unit_show(text):
-    """``systemctl show --property=ActiveState,InvocationID`` (key=value lines) as ``{active, invocation}``."""
-    values = dict(line.split('=', 1) for line in (text or '').splitlines() if '=' in line)
+    """``systemctl show --property=ActiveState,InvocationID`` (key=value lines, read by _systemd.parse_show_one, the
+    collection's one reader of systemctl show) as ``{active, invocation}``."""
+    values = parse_show_one(text)
     return {'active': values.get('ActiveState') == 'active', 'invocation': values.get('InvocationID', '')}
 
 

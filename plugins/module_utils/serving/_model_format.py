@@ -86,21 +86,8 @@ def _strip_comments(text):
         stripped = line.strip()
         if stripped.startswith('```') or stripped in ('...', '…'):
             continue
-        out, in_string, escaped = [], False, False
-        for char in line:
-            if in_string:
-                if escaped:
-                    escaped = False
-                elif char == '\\':
-                    escaped = True
-                elif char == '"':
-                    in_string = False
-            elif char == '"':
-                in_string = True
-            elif char == '#':
-                break
-            out.append(char)
-        lines.append(''.join(out))
+        comment = next((index for index, _char in _json.outside_strings(line, '#')), len(line))
+        lines.append(line[:comment])
     return '\n'.join(lines)
 
 

@@ -5,6 +5,8 @@
 
 from __future__ import annotations
 
+import random
+
 import pytest
 
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.common import _json
@@ -38,3 +40,37 @@ def test_nan_where_the_collection_wrote_it_from_python():
     assert math.isnan(_json.loads('[NaN]', allow_nan=True)[0])
     with pytest.raises(_json.JsonError, match='nested deeper'):
         _json.loads('[' * 100 + ']' * 100, allow_nan=True)
+
+
+# --- the one scanner of JSON strings (_depth here, the comment stripper of _model_format) -------------------------
+
+def _reference_outside(text, characters):
+    """The character-by-character scan both readers had before outside_strings."""
+    found, in_string, escaped = [], False, False
+    for index, char in enumerate(text):
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == '\\':
+                escaped = True
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char in characters:
+            found.append((index, char))
+    return found
+
+
+@pytest.mark.parametrize('text', [
+    '', '{}', '{"a": [1, {"b": "]}"}]}', '"\\"[" [', '"abc\\', '"ab\\\n#"#', '# "#" #', '"unterminated [ {',
+    '\\"[', '"\\\\"[', '[["\\\\\\"]"]]', 'x"y"z#'])
+def test_outside_strings_is_the_character_scan(text):
+    assert list(_json.outside_strings(text, '[]{}#')) == _reference_outside(text, '[]{}#')
+
+
+def test_outside_strings_on_random_text():
+    chance = random.Random(7)
+    for _round in range(300):
+        text = ''.join(chance.choice('"\\[]{}#a\n') for _char in range(chance.randint(0, 40)))
+        assert list(_json.outside_strings(text, '[]{}#')) == _reference_outside(text, '[]{}#'), repr(text)

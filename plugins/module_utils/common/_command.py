@@ -89,12 +89,14 @@ class CommandRunner:
             return []
         return [timeout, '--kill-after=%d' % KILL_AFTER_SECONDS, str(seconds)]
 
-    def run(self, argv, data=None, environ_update=None):
-        """Run ``argv``; return a CommandResult whatever the exit code."""
+    def run(self, argv, data=None, environ_update=None, cwd=None):
+        """Run ``argv`` (in directory ``cwd`` when given); return a CommandResult whatever the exit code."""
         environ = dict(self._environ, **(environ_update or {}))
         full_argv = self._prefix + list(argv)
+        where = {'cwd': cwd} if cwd else {}
         started = time.monotonic()
-        rc, stdout, stderr = self._module.run_command(full_argv, data=data, environ_update=environ, check_rc=False)
+        rc, stdout, stderr = self._module.run_command(full_argv, data=data, environ_update=environ, check_rc=False,
+                                                      **where)
         # run_command keeps undecodable bytes as lone surrogates, which make ansible-core 2.19's controller refuse
         # the whole task result; a process name with odd bytes must not break the task.
         return CommandResult(full_argv, rc, replace_undecodable(stdout), replace_undecodable(stderr),

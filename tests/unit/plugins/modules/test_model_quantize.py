@@ -16,6 +16,7 @@ import pytest
 
 from ansible.module_utils import basic
 
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.serving import _quantize_run
 from ansible_collections.kunpeng_ascend.vllm.plugins.modules import model_quantize
 from ansible_collections.kunpeng_ascend.vllm.tests.helpers import FailJson, capture_results, fails_after, run_main
 
@@ -208,7 +209,8 @@ def backend(source, tmp_path, monkeypatch):
         return fake.run_command(module, cmd, **kwargs)
 
     monkeypatch.setattr(basic.AnsibleModule, 'run_command', run_command)
-    monkeypatch.setattr(model_quantize, 'default_cache_path', lambda path: str(tmp_path / 'cache' / 'record.json'))
+    # The source's manifest record is kept out of the source (the run's default_cache_path, moved from the module).
+    monkeypatch.setattr(_quantize_run, 'default_cache_path', lambda path: str(tmp_path / 'cache' / 'record.json'))
     (tmp_path / 'cache').mkdir()
     return fake
 

@@ -22,6 +22,7 @@ import tempfile
 import pytest
 
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.serving import _known_good as kg
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.serving._known_good_run import VLLM_VERSION_SCRIPT
 from ansible_collections.kunpeng_ascend.vllm.plugins.modules import vllm_known_good
 from ansible_collections.kunpeng_ascend.vllm.tests.helpers import FailJson, fails_after, run_main
 
@@ -257,7 +258,7 @@ def test_native_mode_records_and_checks_the_venv_vllm(service, fake_host):
     venv = fake_host.path('/opt/vllm/venv')
     python = fake_host.write('/opt/vllm/venv/bin/python', '')
     version = {'value': '0.32.0'}
-    fake_host.answers[(python, '-c', vllm_known_good.VLLM_VERSION_SCRIPT)] = lambda: (0, version['value'] + '\n', '')
+    fake_host.answers[(python, '-c', VLLM_VERSION_SCRIPT)] = lambda: (0, version['value'] + '\n', '')
     args = service.record_args(mode='native', venv=venv, image=None, engine=None)
     current = run(args)['known_good']['current']
     assert (current['venv'], current['vllm_version'], current['image'], current['image_id']) == (venv, '0.32.0',

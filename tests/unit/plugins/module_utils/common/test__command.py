@@ -95,3 +95,8 @@ def test_output_of_a_failing_tool_without_stderr_quotes_its_stdout(module):
 def test_output_of_a_tool_that_runs_out_of_time_says_so(module, quick_kill):
     sleep = module.get_bin_path('sleep')
     assert CommandRunner(module, 1).output('sleep', ['30']) == (None, '%s 30 did not answer within 1 s' % sleep)
+
+
+def test_a_command_runs_in_the_directory_given(module, tmp_path):
+    assert CommandRunner(module, 30).run(['pwd']).stdout != str(tmp_path) + '\n'
+    assert CommandRunner(module, 30).run(['pwd'], cwd=str(tmp_path)).stdout == str(tmp_path) + '\n'

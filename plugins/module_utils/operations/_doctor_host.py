@@ -427,7 +427,8 @@ def diagnose(reader, options, now, rows=ROWS):
         mode = 'container' if info and info['chips'] else 'native'
     versions['mode'] = mode
     engine = options.get('container_engine') or record.get('container_engine') or 'docker'
-    container = options.get('container_name') or record.get('container_name') or 'vllm-%s' % name
+    container = (options.get('container_name') or record.get('container_name')
+                 or _deployment.deployment_names(name)['container_name'])
     cpu_host = info is None and npu_error.startswith('npu-smi was not found') and not versions['driver'] \
         and mode == 'native'
     findings = [] if cpu_host else [_doctor.check_versions(rows=rows, **versions)]

@@ -32,6 +32,19 @@ MAX_BYTES = 1 << 16
 CONTAINER_NAME = re.compile(r'[A-Za-z0-9][A-Za-z0-9_.-]{0,127}\Z')
 
 
+# Where the role puts each service's state (StateDirectory=vllm/<name>), and the home it gives the account it creates.
+STATE_ROOT = '/var/lib/vllm'
+
+
+def deployment_names(name):
+    """The names of service ``name``'s deployment on a host, the one rule of them (the serving plan, the known good
+    and the doctor read them from here): its ``unit``, ``unit_file``, environment file ``env_file``, ``state_dir``
+    and ``container_name``."""
+    return {'unit': '%s.service' % name, 'unit_file': '/etc/systemd/system/%s.service' % name,
+            'env_file': '/etc/vllm/%s.env' % name, 'state_dir': '%s/%s' % (STATE_ROOT, name),
+            'container_name': 'vllm-%s' % name}
+
+
 def record_path(name, directory=RECORD_DIR):
     """Where the record of service ``name`` lives. ValueError when ``name`` is not a unit name (it could leave the
     directory)."""

@@ -26,6 +26,7 @@ from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.common._atomic
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.common._command import CommandRunner
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.common._files import UnreadableFile
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.serving import _known_good as kg
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.serving._deployment import deployment_names
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.serving._model_manifest import (
     MANIFEST_NAME,
     ManifestError,
@@ -133,9 +134,9 @@ def paths_of(params):
         record_file = kg.record_path(params['name'], params['record_dir'])
     except ValueError as error:
         raise KnownGoodFailure('name: %s' % error)
-    return {'record': record_file,
-            'unit_file': params['unit_file'] or '/etc/systemd/system/%s.service' % params['name'],
-            'env_file': params['env_file'] or '/etc/vllm/%s.env' % params['name']}
+    names = deployment_names(params['name'])
+    return {'record': record_file, 'unit_file': params['unit_file'] or names['unit_file'],
+            'env_file': params['env_file'] or names['env_file']}
 
 
 def _write(write, path, text, mode):
@@ -170,7 +171,7 @@ def record_entry(params, paths, node, now):
     vllm_version = node.vllm_version(params['venv']) if mode == 'native' else None
     return kg.make_entry(
         now, kg.stack_of(params['ascend']), mode, params['model'], digest, params['served_model_name'],
-        params['endpoint'], '%s.service' % params['name'], paths['unit_file'], unit_content, paths['env_file'],
+        params['endpoint'], deployment_names(params['name'])['unit'], paths['unit_file'], unit_content, paths['env_file'],
         env_content, image=params['image'] if mode == 'container' else None, image_id=image_id,
         engine=params['engine'] if mode == 'container' else None,
         venv=params['venv'] if mode == 'native' else None, vllm_version=vllm_version, model_manifest=manifest,

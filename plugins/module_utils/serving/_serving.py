@@ -22,6 +22,7 @@ import json
 import re
 
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.serving import _sizing
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.serving._deployment import STATE_ROOT, deployment_names
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.serving._group_watch import parse_endpoint
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.serving._model_format import (
     dtype_problems,
@@ -599,8 +600,6 @@ def check_inputs(inputs):
 # ----------------------------------------------------------------------------------------------- the account
 
 NOLOGIN_SHELLS = ('/usr/sbin/nologin', '/sbin/nologin', '/bin/false', '/usr/bin/false')
-# Where the role puts each service's state (StateDirectory=vllm/<name>), and the home it gives the account it creates.
-STATE_ROOT = '/var/lib/vllm'
 # Accounts of the operating system and of other programs (Debian's base-passwd, the RedHat family's setup package,
 # the daemons a server commonly runs): never the service's, even on a host that does not have them yet.
 SYSTEM_ACCOUNTS = frozenset((
@@ -1084,12 +1083,11 @@ def serving_plan(inputs, facts):
     plan = {
         'problems': problems, 'mode': mode, 'has_npus': has_npus,
         'serving': dict((param, inputs.get(param)) for param in SERVING_PARAMS),
-        'unit': '%s.service' % name, 'unit_file': '/etc/systemd/system/%s.service' % name,
-        'env_file': '/etc/vllm/%s.env' % name, 'state_dir': '%s/%s' % (STATE_ROOT, name),
-        'container_name': 'vllm-%s' % name, 'served_model_name': served_name(inputs), 'name': name,
+        'served_model_name': served_name(inputs), 'name': name,
         'user': inputs.get('user') or 'vllm', 'cann_env_file': inputs.get('cann_env_file') or '/etc/ascend/cann.env',
         'release': release_of(inputs.get('image'), inputs.get('pip_packages'), inputs.get('vllm_ascend_version'), mode),
     }
+    plan.update(deployment_names(name))
     if mode == 'container' and inputs.get('image') is None:
         problems.append('the host has NPUs, so vllm_service_mode auto runs the service in a container: set '
                         'vllm_service_image (such as quay.io/ascend/vllm-ascend:v0.13.0), or vllm_service_mode native')

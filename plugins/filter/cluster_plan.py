@@ -53,8 +53,8 @@ def cluster_node(facts, host, inputs, serving_plan):
     serving_plan = _mapping('cluster_node: serving_plan', serving_plan)
     if not isinstance(serving_plan.get('serving'), Mapping) or 'npu_ids' not in serving_plan:
         raise AnsibleFilterError('cluster_node: serving_plan must be the node\'s serving plan (vllm_service_plan)')
-    return _cluster_plan.cluster_node(host, _mapping('cluster_node: facts', facts), _mapping('cluster_node: inputs', inputs),
-                                      serving_plan)
+    return _cluster_plan.cluster_node(host, _mapping('cluster_node: facts', facts),
+                                      _mapping('cluster_node: inputs', inputs), serving_plan)
 
 
 def cluster_service_inputs(backend):

@@ -29,6 +29,7 @@ from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.serving._model
     format_problems,
     product_family,
 )
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.serving._ranks import npus_for_ranks
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.common._numbers import MAX_SECONDS
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.common._paths import (
     SYSTEM_DIRECTORIES,
@@ -1109,7 +1110,7 @@ def serving_plan(inputs, facts):
     dp_local = inputs.get('data_parallel_size_local') or inputs['data_parallel_size']
     count_refused = False
     if has_npus:
-        needed = inputs['tensor_parallel_size'] * dp_local
+        needed = npus_for_ranks(inputs['tensor_parallel_size'], dp_local)
         if not facts.get('npu_smi_complete', True):
             problems.append('npu-smi info is incomplete: %s' % facts.get('npu_smi_incomplete_reason', 'no reason given'))
         elif npu_ids and max(npu_ids) >= len(chips):

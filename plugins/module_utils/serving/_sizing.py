@@ -66,6 +66,7 @@ import re
 
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.common import _files
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.serving._model_format import product_family
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.serving._ranks import npus_for_ranks
 
 GIB = 1024 ** 3
 MIB = 1024 ** 2
@@ -1059,9 +1060,9 @@ def structure_problems(shape, layout, total_devices=None, devices_per_node=None)
         problems.append('vllm_service_tensor_parallel_size x vllm_service_data_parallel_size = %d x %d = %d NPUs, '
                         'but the deployment has %d: lower one of them, or add nodes' % (tp, dp, tp * dp, total_devices))
     local = layout.get('data_parallel_size_local')
-    if tp and local and devices_per_node and tp * local > devices_per_node:
+    if tp and local and devices_per_node and npus_for_ranks(tp, local) > devices_per_node:
         problems.append('vllm_service_tensor_parallel_size x vllm_service_data_parallel_size_local = %d x %d = %d '
-                        'NPUs on each node, but a node has %d' % (tp, local, tp * local, devices_per_node))
+                        'NPUs on each node, but a node has %d' % (tp, local, npus_for_ranks(tp, local), devices_per_node))
     return problems
 
 

@@ -140,7 +140,7 @@ def test_the_playbook_fails_on_the_journal_fault_and_says_so(tmp_path):
     assert 'x86-doctor is broken: failing journal' in run.stderr, shown
     assert 'FAIL    journal' in run.stdout, shown
     (fleet_path,) = glob.glob(str(tmp_path / '*' / 'fleet.json'))
-    (host_path,) = glob.glob(str(tmp_path / '*' / '%s.json' % HOST))
+    (host_path,) = glob.glob(str(tmp_path / '*' / ('%s.json' % HOST)))
     with open(fleet_path) as handle:
         fleet = json.load(handle)
     with open(host_path) as handle:

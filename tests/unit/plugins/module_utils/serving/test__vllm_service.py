@@ -18,6 +18,24 @@ from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.serving import
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.serving import _vllm_service as service
 from ansible_collections.kunpeng_ascend.vllm.tests.unit.plugins.module_utils.serving.test__serving import a2_facts, inputs
 
+def unit_tail(stop_seconds):
+    """The end of every unit the template wrote: the restart, the stop and the install."""
+    return [
+        "# always, not on-failure: when an engine dies, vLLM's main process can shut down cleanly and exit 0 (seen on a",
+        '# data-parallel node after kill -9 of its engine), which on-failure would leave down. A stop is never restarted.',
+        'Restart=always',
+        'RestartSec=5',
+        'TimeoutStopSec=%d' % stop_seconds,
+        '# control-group (the default): a stop, or the main process dying, signals every process of the service at once;',
+        "# with mixed, vLLM's engine and workers would outlive a killed main process until TimeoutStopSec.",
+        'KillMode=control-group',
+        'LimitNOFILE=65536',
+        '',
+        '[Install]',
+        'WantedBy=multi-user.target',
+    ]
+
+
 # Rendered by the unit template before it moved here (roles/vllm_service/templates/vllm.service.j2 at 6de66a3),
 # without its managed-by header.
 CONTAINER_NPU_UNIT = '\n'.join([
@@ -53,19 +71,7 @@ CONTAINER_NPU_UNIT = '\n'.join([
     ' --unit vllm.service --npus 0,4 --timeout 120 --interval 2 --npu-smi /usr/local/sbin/npu-smi',
     'TimeoutStartSec=810',
     '# --- end of crash recovery',
-    "# always, not on-failure: when an engine dies, vLLM's main process can shut down cleanly and exit 0 (seen on a",
-    '# data-parallel node after kill -9 of its engine), which on-failure would leave down. A stop is never restarted.',
-    'Restart=always',
-    'RestartSec=5',
-    'TimeoutStopSec=40',
-    '# control-group (the default): a stop, or the main process dying, signals every process of the service at once;',
-    "# with mixed, vLLM's engine and workers would outlive a killed main process until TimeoutStopSec.",
-    'KillMode=control-group',
-    'LimitNOFILE=65536',
-    '',
-    '[Install]',
-    'WantedBy=multi-user.target',
-])
+] + unit_tail(40))
 
 
 # Rendered by the unit template before it moved here (roles/vllm_service/templates/vllm.service.j2 at 6de66a3),
@@ -105,19 +111,7 @@ NATIVE_TLS_UNIT = '\n'.join([
     'RestrictSUIDSGID=yes',
     'RestrictRealtime=yes',
     'LockPersonality=yes',
-    "# always, not on-failure: when an engine dies, vLLM's main process can shut down cleanly and exit 0 (seen on a",
-    '# data-parallel node after kill -9 of its engine), which on-failure would leave down. A stop is never restarted.',
-    'Restart=always',
-    'RestartSec=5',
-    'TimeoutStopSec=20',
-    '# control-group (the default): a stop, or the main process dying, signals every process of the service at once;',
-    "# with mixed, vLLM's engine and workers would outlive a killed main process until TimeoutStopSec.",
-    'KillMode=control-group',
-    'LimitNOFILE=65536',
-    '',
-    '[Install]',
-    'WantedBy=multi-user.target',
-])
+] + unit_tail(20))
 
 
 def unit_plan(**changes):

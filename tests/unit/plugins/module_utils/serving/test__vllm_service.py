@@ -18,6 +18,17 @@ from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.serving import
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.serving import _vllm_service as service
 from ansible_collections.kunpeng_ascend.vllm.tests.unit.plugins.module_utils.serving.test__serving import a2_facts, inputs
 
+# The start limit and the service's type every unit the template wrote has.
+UNIT_LIMITS = [
+    '# Crash recovery: at most vllm_service_restart_burst restarts in vllm_service_restart_interval seconds.',
+    'StartLimitIntervalSec=300',
+    'StartLimitBurst=5',
+    '',
+    '[Service]',
+    'Type=simple',
+]
+
+
 def unit_tail(stop_seconds):
     """The end of every unit the template wrote: the restart, the stop and the install."""
     return [
@@ -45,12 +56,7 @@ CONTAINER_NPU_UNIT = '\n'.join([
     'Description=vLLM OpenAI-compatible server vllm (qwen)',
     'Wants=network-online.target',
     'After=network-online.target docker.service',
-    '# Crash recovery: at most vllm_service_restart_burst restarts in vllm_service_restart_interval seconds.',
-    'StartLimitIntervalSec=300',
-    'StartLimitBurst=5',
-    '',
-    '[Service]',
-    'Type=simple',
+] + UNIT_LIMITS + [
     "# CANN's environment (the cann role writes it), then the service's own, which wins.",
     'EnvironmentFile=-/etc/ascend/cann.env',
     'EnvironmentFile=/etc/vllm/vllm.env',
@@ -82,12 +88,7 @@ NATIVE_TLS_UNIT = '\n'.join([
     'Description=vLLM OpenAI-compatible server vllm (qwen)',
     'Wants=network-online.target',
     'After=network-online.target',
-    '# Crash recovery: at most vllm_service_restart_burst restarts in vllm_service_restart_interval seconds.',
-    'StartLimitIntervalSec=300',
-    'StartLimitBurst=5',
-    '',
-    '[Service]',
-    'Type=simple',
+] + UNIT_LIMITS + [
     'EnvironmentFile=/etc/vllm/vllm.env',
     'User=vllm',
     'Group=vllm',

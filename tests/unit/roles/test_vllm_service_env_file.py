@@ -37,6 +37,12 @@ ENVIRONMENT = {'HF_HUB_OFFLINE': '1', 'PYTORCH_NPU_ALLOC_CONF': 'expandable_segm
                'EXTRA': ' a "quoted" \\ value with $ and # ', 'B_LOWER': 'x'}
 
 
+def role_variable(name):
+    """One of the role's variables as its vars/main.yml gives it."""
+    with open(os.path.join(ROLE, 'vars', 'main.yml'), encoding='utf-8') as handle:
+        return yaml.safe_load(handle)[name]
+
+
 def rollback_key_task():
     """The rollback's task that reads the key back, as tasks/rollback.yml has it (without its condition)."""
     with open(os.path.join(ROLE, 'tasks', 'rollback.yml'), encoding='utf-8') as handle:
@@ -55,7 +61,9 @@ def run_round_trip(tmp_path, keys):
         {'name': 'Write the environment file as the role does',
          'ansible.builtin.template': {'src': os.path.join(ROLE, 'templates', 'vllm.env.j2'),
                                       'dest': '%s/env{{ index }}' % out, 'mode': '0600'},
-         'vars': {'__vllm_service_environment': '{{ plan_environment }}', '__vllm_service_unit': 'vllm.service'}},
+         'vars': {'__vllm_service_environment': '{{ plan_environment }}', '__vllm_service_unit': 'vllm.service',
+                  # The values as the role's vars/main.yml computes them (the environment and the key).
+                  '__vllm_service_env_values': role_variable('__vllm_service_env_values')}},
         {'name': 'Forget the key before the rollback reads it back', 'ansible.builtin.set_fact': {'__vllm_service_key': ''}},
         {'name': 'Read it as the rollback does', 'ansible.builtin.slurp': {'src': '%s/env{{ index }}' % out},
          'register': '__vllm_service_restored_env'},

@@ -4,9 +4,10 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
 
-"""roles/vllm_service/templates/vllm.service.j2 rendered by Ansible's templating from real serving plans: the TLS key
-of a native service as a systemd credential, its path left for systemd to expand while every other argument stays
-escaped; the unit checked by systemd-analyze where this machine has it."""
+"""roles/vllm_service/templates/vllm.service.j2 rendered by Ansible's templating from real serving plans, through the
+role's own wiring (vars/main.yml's __vllm_service_unit_spec: filter vllm_service_unit, module_utils/serving/
+_vllm_service.py): the TLS key of a native service as a systemd credential, its path left for systemd to expand while
+every other argument stays escaped; the unit checked by systemd-analyze where this machine has it."""
 
 from __future__ import annotations
 
@@ -17,12 +18,14 @@ import subprocess
 import pytest
 import yaml
 
+from ansible_collections.kunpeng_ascend.vllm.plugins.filter import vllm_service as filters
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.serving import _serving
 from ansible_collections.kunpeng_ascend.vllm.tests.unit.plugins.module_utils.serving.test__serving import inputs
 
 TEMPLATE = os.path.join(os.path.dirname(__file__), '..', '..', '..', 'roles', 'vllm_service', 'templates',
                         'vllm.service.j2')
 DEFAULTS = os.path.join(os.path.dirname(TEMPLATE), '..', 'defaults', 'main.yml')
+ROLE_VARS = os.path.join(os.path.dirname(TEMPLATE), '..', 'vars', 'main.yml')
 TLS = dict(tls_cert='files/vllm.crt', tls_key='files/vllm.key', tls_ca='files/ca.crt')
 
 
@@ -32,13 +35,7 @@ def render(plan, **role_variables):
     variables = {
         'ansible_managed': 'Ansible managed', 'vllm_service_plan': plan, 'vllm_service_name': plan['name'],
         'vllm_service_user': plan['user'], 'vllm_service_stop_timeout': 180,
-        '__vllm_service_served_name': plan['served_model_name'], '__vllm_service_effective_mode': plan['mode'],
-        '__vllm_service_model_digest': '', '__vllm_service_engine': plan['engine'],
-        '__vllm_service_has_npus': plan['has_npus'], '__vllm_service_env_file': plan['env_file'],
-        '__vllm_service_state_dir': plan['state_dir'], '__vllm_service_command': plan['command'],
-        '__vllm_service_container_name': plan['container_name'], '__vllm_service_engine_path_value': plan['command'][0],
-        '__vllm_service_unit': plan['unit'], '__vllm_service_cards': plan.get('npu_ids') or [],
-        '__vllm_service_libexec': '/usr/local/libexec/kunpeng-ascend-vllm',
+        '__vllm_service_model_digest': '', '__vllm_service_libexec': '/usr/local/libexec/kunpeng-ascend-vllm',
     }
     # The role's defaults for what the plan does not hold (the restart limits, the wait for free NPUs).
     with open(DEFAULTS, encoding='utf-8') as handle:
@@ -46,8 +43,12 @@ def render(plan, **role_variables):
     variables.update(role_variables)
     for name, value in defaults.items():
         variables.setdefault(name, value)
-    # vars/main.yml's rule: the unit waits before each start for free NPUs or for the head of its group.
-    variables['__vllm_service_waits_before_start'] = plan['has_npus'] or bool(variables['vllm_service_wait_for_endpoints'])
+    # The plan's inputs as vars/main.yml gives them (the role's variables without their prefix), and the unit as
+    # vars/main.yml's __vllm_service_unit_spec computes it (test_the_role_computes_the_unit_with_the_filter).
+    role_inputs = dict((name[len('vllm_service_'):], value) for name, value in variables.items()
+                       if name.startswith('vllm_service_'))
+    variables['__vllm_service_unit_spec'] = filters.vllm_service_unit(
+        plan, role_inputs, digest=variables['__vllm_service_model_digest'], libexec=variables['__vllm_service_libexec'])
     with open(TEMPLATE, encoding='utf-8') as handle:
         source = handle.read()
     # ansible-core 2.19 templates only what is marked trusted, as a template file read by the template module is.
@@ -100,3 +101,16 @@ def test_a_rank_of_a_group_waits_for_the_head_before_each_start_within_its_start
 def test_a_unit_without_npus_or_head_waits_for_nothing():
     unit = render(native_plan())
     assert 'ExecStartPre' not in unit and 'TimeoutStartSec' not in unit
+
+
+def test_the_role_computes_the_unit_with_the_filter():
+    """What render() gives the template is what the role gives it: the unit of the plan and the role's inputs, the
+    manifest's digest and the waits' directory, and whether the unit waits before each start from the same call."""
+    with open(ROLE_VARS, encoding='utf-8') as handle:
+        role_vars = yaml.safe_load(handle)
+    assert ' '.join(role_vars['__vllm_service_unit_spec'].split()) == (
+        '{{ vllm_service_plan | kunpeng_ascend.vllm.vllm_service_unit(__vllm_service_inputs, '
+        'digest=__vllm_service_model_digest, libexec=__vllm_service_libexec) }}')
+    assert role_vars['__vllm_service_waits_before_start'] == '{{ __vllm_service_unit_spec.waits_before_start }}'
+    with open(TEMPLATE, encoding='utf-8') as handle:
+        assert '{{ __vllm_service_unit_spec.text }}' in handle.read()

@@ -82,11 +82,6 @@ def vllm_service_npu_holders(processes, cards):
     return _service.npu_holders(processes, cards)
 
 
-def vllm_service_stop_retries(stop_timeout):
-    """How often the stop asks whether the NPUs are free (every 2 seconds, for the stop timeout)."""
-    return _service.stop_retries(stop_timeout)
-
-
 def vllm_service_api_key(key, key_file=None, file_content=None):
     """The API key: vllm_service_api_key, else the first line of the key file, else ''."""
     return _service.api_key_of(key, key_file, file_content)
@@ -132,7 +127,6 @@ class FilterModule(object):
             'vllm_service_model_digests': vllm_service_model_digests,
             'vllm_service_active': vllm_service_active,
             'vllm_service_npu_holders': vllm_service_npu_holders,
-            'vllm_service_stop_retries': vllm_service_stop_retries,
             'vllm_service_api_key': vllm_service_api_key,
             'vllm_service_native_install': vllm_service_native_install,
             'vllm_service_view': vllm_service_view,

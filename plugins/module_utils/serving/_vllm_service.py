@@ -18,7 +18,6 @@ format is read and how it is copied (``model_reads``), the service's state and t
 from __future__ import annotations
 
 import base64
-import math
 import re
 
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.serving._serving import tls_paths
@@ -268,11 +267,6 @@ def service_active(lines):
 def npu_holders(processes, cards):
     """The processes (npu_smi_info's) that hold one of the service's ``cards``."""
     return [process for process in processes or () if process.get('npu_id') in (cards or ())]
-
-
-def stop_retries(stop_timeout):
-    """How often the stop asks npu-smi (every 2 seconds) whether the NPUs are free: half the stop timeout, rounded up."""
-    return int(math.ceil(float(stop_timeout) / 2))
 
 
 def api_key_of(key=None, key_file=None, file_content=None):

@@ -24,7 +24,7 @@ from ansible_collections.kunpeng_ascend.vllm.tests.unit.plugins.module_utils.ser
 
 NAMES = ('vllm_service_unit', 'vllm_service_environment', 'vllm_service_probe_argv', 'vllm_service_probe_facts',
          'vllm_service_model_reads', 'vllm_service_model_digests', 'vllm_service_active', 'vllm_service_npu_holders',
-         'vllm_service_stop_retries', 'vllm_service_api_key', 'vllm_service_native_install', 'vllm_service_view',
+         'vllm_service_api_key', 'vllm_service_native_install', 'vllm_service_view',
          'vllm_service_rollback_view', 'vllm_service_report')
 
 
@@ -68,7 +68,6 @@ def test_the_filters_are_the_module_utils_functions():
     assert plugin.vllm_service_model_reads('/m')['rsync_argv'] is None
     hostvars = {'a': {'__vllm_service_model_identity': {'name': 'q', 'digest': 'd'}}, 'b': {}}
     assert plugin.vllm_service_model_digests(hostvars, ['a', 'b'], 'q') == {'by_host': {'a': 'd'}, 'agree': True}
-    assert plugin.vllm_service_stop_retries(45) == 23
     assert plugin.vllm_service_api_key(None, '/k', base64.b64encode(b'k' * 16).decode()) == 'k' * 16
     report = plugin.vllm_service_report({'unit': 'u', 'changed': False, 'known_good': {}}, rolled_back_to='previous')
     assert tuple(report) == service.REPORT_KEYS and report['restored'] is False

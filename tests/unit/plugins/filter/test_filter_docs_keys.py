@@ -100,3 +100,50 @@ def test_monitoring_rules_documents_exactly_its_thresholds():
 
 def test_stack_upgrade_steps_documents_exactly_the_components():
     assert marked_keys(option('stack_upgrade_steps', '_input')['description']) == list(_stack_upgrade.STACK)
+
+
+# --- the serving plan's keys: what it returns is what plugins/filter/serving_plan.yml documents, and every key another
+# role, a playbook or a scenario reads is one of them --------------------------------------------------------------
+
+def documented_plan_keys():
+    with open(os.path.join(REPO, 'plugins', 'filter', 'serving_plan.yml')) as handle:
+        return set(yaml.safe_load(handle)['RETURN']['_value']['contains'])
+
+
+@pytest.mark.parametrize('facts, changes', [
+    (a2_facts(), {}),
+    (a2_facts(), {'mode': 'native', 'api_key_file': '/etc/vllm/key', 'api_key_set': True}),
+    ({'npu_count': 0}, {}),
+], ids=['a2 container', 'a2 native', 'no NPUs'])
+def test_serving_plan_returns_exactly_the_documented_keys(facts, changes):
+    plan = _serving.serving_plan(inputs(**changes), facts)
+    assert plan['problems'] == []
+    assert set(plan) == documented_plan_keys(), set(plan) ^ documented_plan_keys()
+
+
+_PLAN_READ = re.compile(r"""vllm_service_plan(?:\.([a-z_]+)|\[['"]([a-z_]+)['"]\])""")
+
+
+def plan_keys_read(text):
+    """The serving plan's keys a YAML or Jinja text reads (``vllm_service_plan.key``, ``vllm_service_plan['key']``)."""
+    return set(dotted or quoted for dotted, quoted in _PLAN_READ.findall(text))
+
+
+def test_the_plan_keys_read_are_found_both_ways():
+    assert plan_keys_read("{{ vllm_service_plan.unit }} {{ vllm_service_plan['tls'].ca }} vllm_service_plan") == \
+        {'unit', 'tls'}
+
+
+def test_every_plan_key_the_roles_playbooks_and_scenarios_read_is_documented():
+    read = {}
+    for top in ('roles', 'playbooks', 'molecule'):
+        for folder, _dirs, files in os.walk(os.path.join(REPO, top)):
+            for name in files:
+                if name.endswith(('.yml', '.yaml', '.j2')):
+                    path = os.path.join(folder, name)
+                    with open(path, encoding='utf-8') as handle:
+                        for key in plan_keys_read(handle.read()):
+                            read.setdefault(key, os.path.relpath(path, REPO))
+    undocumented = dict((key, where) for key, where in read.items() if key not in documented_plan_keys())
+    assert not undocumented, 'read but not in serving_plan.yml RETURN: %s' % undocumented
+    assert len(read) >= 10  # the scan finds what the roles read: the unit, the TLS files, the sizing, ...

@@ -18,7 +18,8 @@ from ansible_collections.kunpeng_ascend.vllm.tests.unit.roles.role_harness impor
 
 COLLECTION = os.path.dirname(TESTS)
 WATCH = os.path.join(COLLECTION, 'roles', 'vllm_cluster', 'files', 'vllm-group-watch')
-WATCH_FILES = ['common/__init__.py', 'common/_bounded_wait.py', 'serving/__init__.py', 'serving/_group_watch.py']
+WATCH_FILES = ['common/__init__.py', 'common/_bounded_wait.py', 'common/_systemd.py', 'serving/__init__.py',
+               'serving/_group_watch.py']
 
 
 def test_the_module_utils_are_the_collections_own():

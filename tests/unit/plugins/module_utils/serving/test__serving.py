@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.serving import _serving
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.serving import _plan_checks, _serving
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.stack import _compatibility
 
 # roles/vllm_service/defaults/main.yml, without the prefix (test_defaults_match_the_role keeps them in step).
@@ -459,7 +459,7 @@ def test_a_well_known_system_account_is_never_the_service_account(line, exists):
 @pytest.mark.parametrize('line', WELL_KNOWN)
 def test_the_home_rule_alone_refuses_every_well_known_account_that_exists(line, monkeypatch):
     # The general rule, not the list: with no name listed, each is still another program's account.
-    monkeypatch.setattr(_serving, 'SYSTEM_ACCOUNTS', frozenset())
+    monkeypatch.setattr(_plan_checks, 'SYSTEM_ACCOUNTS', frozenset())
     problem = _serving.check_account(line.split(':', 1)[0], line, uid_min=1000)
     assert problem and 'vllm_service_user' in problem
 

@@ -12,6 +12,8 @@ the variable to fix (check_inputs), and the host's account and key file checked 
 
 from __future__ import annotations
 
+import functools
+
 import re
 
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.common._paths import normalise, path_problem
@@ -131,21 +133,19 @@ def _check_role_inputs(get, problems):
             problems.append('vllm_service_%s must be %s; got %s' % (name, accepts, _show(value)))
 
 
-def check_inputs(inputs):
-    """The problems the role's inputs alone show (``inputs``: the vllm_service variables without their prefix), each
-    naming the variable; empty when they are fine. Facts about the host are checked by ``serving_plan``."""
-    problems = []
-    inputs = normalize_inputs(inputs)
-    get = inputs.get
+def _string(get, problems, name, pattern, accepts, optional=False):
+    """Input ``name`` must be a string ``pattern`` matches, not first a '-' (null too when ``optional``)."""
+    value = get(name)
+    if value is None and optional:
+        return
+    if not isinstance(value, str) or not pattern.match(value) or value.startswith('-'):
+        problems.append('vllm_service_%s must be %s%s; got %s'
+                        % (name, 'null or ' if optional else '', accepts, _show(value)))
 
-    def string(name, pattern, accepts, optional=False):
-        value = get(name)
-        if value is None and optional:
-            return
-        if not isinstance(value, str) or not pattern.match(value) or value.startswith('-'):
-            problems.append('vllm_service_%s must be %s%s; got %s'
-                            % (name, 'null or ' if optional else '', accepts, _show(value)))
 
+def _check_strings(get, problems):
+    """The names, addresses, paths and TLS files: each a string of its own shape; TLS's three files together."""
+    string = functools.partial(_string, get, problems)
     string('name', _NAME, "1 to 64 letters, digits, '.', '_' or '-', not first a '-'")
     string('host', _HOST, 'an IP address or host name to listen on')
     string('served_model_name', _SERVED_NAME, 'a model name without blanks or control characters, not first a -',
@@ -181,6 +181,9 @@ def check_inputs(inputs):
     string('npu_smi_path', _UNIT_PATH, "an absolute path of letters, digits and ._+,:@=/- (the unit runs it)",
            optional=True)
 
+
+def _check_numbers(get, problems):
+    """The port, the parallel sizes and the other numbers, each within its bounds."""
     port = get('port')
     if not _is_int(port) or not 1 <= port <= 65535:
         problems.append('vllm_service_port must be a whole number from 1 to 65535; got %s' % _show(port))
@@ -204,6 +207,10 @@ def check_inputs(inputs):
     space = get('cpu_kvcache_space')
     if not _is_int(space) or space < 1:
         problems.append('vllm_service_cpu_kvcache_space must be a whole number of GiB, 1 or more; got %s' % _show(space))
+
+
+def _check_choices(get, problems):
+    """The choices, the switches, the NPU ids, the capabilities, the network and the IPC namespace."""
     for name, choices in CHOICES.items():
         value = get(name)
         if value is not None and value not in choices:
@@ -226,6 +233,12 @@ def check_inputs(inputs):
                         % _show(get('network')))
     if not isinstance(get('ipc_host', False), bool):
         problems.append('vllm_service_ipc_host must be true or false; got %s' % _show(get('ipc_host')))
+
+
+def _check_paths_args_env(get, problems):
+    """The directories the role makes or hands to the service (never a system or home directory), the argv and
+    environment the user and the cluster add, the volumes."""
+    string = functools.partial(_string, get, problems)
     string('cache_dir', _PATH, 'an absolute path without control characters', optional=True)
     # The directories the role makes, replaces or hands to the service to write: the venv (a link switched to each new
     # build), the model directory when the role copies the model into it (created, chowned and filled), the cache a
@@ -248,6 +261,16 @@ def check_inputs(inputs):
             if _volume_parts(volume) is None:
                 problems.append('vllm_service_volumes[%d] must be "/host/path:/container/path[:options]"; got %s'
                                 % (position, _show(volume)))
+
+
+def check_inputs(inputs):
+    """The problems the role's inputs alone show (``inputs``: the vllm_service variables without their prefix), each
+    naming the variable; empty when they are fine. Facts about the host are checked by ``serving_plan``."""
+    problems = []
+    inputs = normalize_inputs(inputs)
+    get = inputs.get
+    for check in (_check_strings, _check_numbers, _check_choices, _check_paths_args_env):
+        check(get, problems)
     _check_role_inputs(get, problems)
     if get('mode') == 'container' and get('image') is None:
         problems.append('vllm_service_image must name the vLLM image (such as quay.io/ascend/vllm-ascend:v0.13.0) in '

@@ -363,6 +363,8 @@ def _order_key(node):
     return (0, index, node['name']) if index is not None else (1, 0, node['name'])
 
 
+# Long: the plan's stages (the pools, every node's devices, the sizes, the addresses) share one list of problems,
+# so that each stage reports all of its problems at once before the next runs.
 def plan_network(nodes, cidr=None, per_card_subnets=None, gateway=None, netmask=None):
     """The NPU network plan: ``{node name: [{device, address, netmask, prefix[, gateway]}]}`` by device id.
 

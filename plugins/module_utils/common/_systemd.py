@@ -203,6 +203,8 @@ def env_file_text(values):
                    for name, value in sorted(values.items(), key=lambda item: str(item[0]).lower()))
 
 
+# Long: systemd's EnvironmentFile= reader as one state machine (name, value, quotes, escapes, continuations), kept
+# whole like the parser it copies, so that each state can be read against systemd's.
 def parse_env_file(text):
     """The variables an environment file's ``text`` gives a service (name -> value), read as systemd reads
     ``EnvironmentFile=``: comments (# or ; first on a line), whitespace around names and unquoted values, single

@@ -679,6 +679,7 @@ def _raw_name(source):
     return 'raw/%s.txt' % slug
 
 
+# Long: report.txt written top to bottom, one section after another, as a reader reads it.
 def report_text(host, discovery, layout=None, model_problem=None):
     """report.txt of the archive: what it holds, the node as the parsers read it, the layout, every source read and,
     line by line, what the parsers did not understand."""

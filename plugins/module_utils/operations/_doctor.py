@@ -211,6 +211,7 @@ def _texts(value):
             yield from _texts(item)
 
 
+# Long: one check per option of ascend_doctor, in the order of its argument spec, each naming the option.
 def check_inputs(inputs, prefix=''):
     """The problems of the doctor's inputs (``inputs``: the options of ascend_doctor, which are the doctor role's
     variables without their ``doctor_`` prefix), each naming the variable as ``prefix`` + its name; [] when they

@@ -408,6 +408,8 @@ def model_manifest(reader, record):
                                             reader.file_sha256(manifest) if manifest else None)
 
 
+# Long: the doctor's checks in the order its report lists them; each reads what the ones before learnt (the
+# record, the mode, the engine, the units).
 def diagnose(reader, options, now, rows=ROWS):
     """The module's result of one node: ``options`` are ascend_doctor's (checked by _doctor.check_inputs), ``now``
     the time (seconds since the epoch) certificates are judged at, ``rows`` the compatibility set the versions are

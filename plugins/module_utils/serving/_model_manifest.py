@@ -502,6 +502,8 @@ def _outcome(files, size, hashed, hashed_bytes, reused, manifest_sha256, started
     return replace_undecodable(result)
 
 
+# Long: one pass over the manifest - its entries, the cache record, the hashing under one deadline, the lists of
+# what differs, the record written back - sharing its counters and its clock.
 def verify_manifest(path, manifest_path, cache_path, workers, extra_files, timeout, warn, check_mode=False,
                     hasher=None, now_ns=time.time_ns, links_within=None):
     """Check the directory ``path`` against the manifest; return the module's result. ``now_ns`` is the wall clock

@@ -79,6 +79,8 @@ def stop_timeout_of(inputs):
     return max(_int(inputs['stop_timeout']), 10)
 
 
+# Long: the unit file's text in the order systemd reads it ([Unit], [Service] natively or for a container,
+# [Install]); split, one file's lines would be spread over several functions.
 def unit_of(plan, inputs, digest='', libexec='/usr/local/libexec/kunpeng-ascend-vllm'):
     """The systemd unit of the service, without its managed-by header: ``{'text', 'waits_before_start'}``.
 

@@ -379,6 +379,8 @@ def _config_version(toml, path):
     return int(value)
 
 
+# Long: one edit of one TOML text in containerd's order (its version, the CRI plugin's table, the runtime's table,
+# its options, the default runtime); each step edits where the one before left the text.
 def merge_containerd_toml(text, path, runtime_name, runtime_path, default_runtime=None, config_version=None):
     """Merge runtime ``runtime_name`` (runc v2 shim, BinaryName ``runtime_path``) into the containerd config ``text``.
 

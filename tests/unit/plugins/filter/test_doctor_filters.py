@@ -41,8 +41,8 @@ def test_doctor_fleet_reads_each_hosts_result_and_marks_the_missing_unreachable(
 
 
 @pytest.mark.parametrize('name, args', [
-    ('doctor_lines', ({'status': 'ok'},)), ('doctor_host_report', ({'status': 'x', 'findings': [], 'compliance': []},
-                                                                    'n', None, 'now')),
+    ('doctor_lines', ({'status': 'ok'},)),
+    ('doctor_host_report', ({'status': 'x', 'findings': [], 'compliance': []}, 'n', None, 'now')),
     ('doctor_fleet', ('n1', {}, 'now'))])
 def test_the_filters_refuse_what_is_not_a_doctor_result(name, args):
     with pytest.raises(AnsibleFilterError):

@@ -19,8 +19,8 @@ FILTERS = FilterModule().filters()
 
 
 def test_monitoring_service():
-    assert FILTERS['monitoring_service']({'endpoint': 'http://a:1/v1'}) == {'targets': ['http://a:1/v1'],
-                                                                          'unit': 'vllm.service', 'tls_ca': None}
+    assert FILTERS['monitoring_service']({'endpoint': 'http://a:1/v1'}) == {
+        'targets': ['http://a:1/v1'], 'unit': 'vllm.service', 'tls_ca': None}
     with pytest.raises(AnsibleFilterError):
         FILTERS['monitoring_service']({'tls': {}})
 

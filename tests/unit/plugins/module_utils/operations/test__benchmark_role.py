@@ -71,8 +71,8 @@ def test_run_plan_at_a_grid_point_with_tls_and_a_second_target_never_holds_a_key
 
 
 def test_soak_plan():
-    assert role.soak_plan(REPORT, {}, 'auto', []) == {'base_url': 'http://10.0.0.1:8000', 'sample_npus': 'auto',
-                                                       'npu_ids': [0, 1]}
+    assert role.soak_plan(REPORT, {}, 'auto', []) == {
+        'base_url': 'http://10.0.0.1:8000', 'sample_npus': 'auto', 'npu_ids': [0, 1]}
     plan = role.soak_plan(dict(REPORT, mode='container', tls={'ca': '/ca'}), {'container_name': 'vllm'}, 'auto', [])
     assert plan['container_name'] == 'vllm' and plan['ca_path'] == '/ca'
 

@@ -10,7 +10,6 @@ file names, as the Ascend download pages and the install guide give them)."""
 from __future__ import annotations
 
 import base64
-import json
 
 import pytest
 

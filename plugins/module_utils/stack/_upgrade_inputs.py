@@ -18,6 +18,7 @@ from __future__ import annotations
 import posixpath
 
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.stack._stack_upgrade import (
+    HDK,
     STACK,
     missing_message,
     previous_packages,
@@ -32,7 +33,6 @@ PACKAGE_VARIABLES = {'driver': 'npu_driver_driver_package', 'firmware': 'npu_dri
 SOURCE_KEYS = ('src', 'path', 'url')
 # The chip family as ascend_facts reports it -> the chip in the kernels packages' file names.
 FILE_CHIP = {'910B': '910b', '910_93': 'A3', '310P': '310p', '910': '910'}
-HDK = ('driver', 'firmware')
 
 
 def installed_versions(ascend):

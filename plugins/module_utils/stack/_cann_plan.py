@@ -18,11 +18,11 @@ from __future__ import annotations
 import posixpath
 import re
 
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.stack._stack_upgrade import upgrade_steps
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.stack._package_source import SOURCE_KEYS
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.stack._stack_upgrade import installed_version, upgrade_steps
 
 # Huawei's install order, and the keys that make a package source (not a dict of sources per SoC).
 COMPONENTS = ('toolkit', 'kernels', 'nnal')
-SOURCE_KEYS = ('src', 'path', 'url')
 # The role variables (without their cann_ prefix) and tables the plan is made of.
 INPUT_KEYS = ('version', 'toolkit_package', 'kernels_package', 'nnal_package', 'uninstall_first', 'package_dir',
               'previous_package_dirs', 'soc_keys', 'file_chip')
@@ -34,10 +34,6 @@ ENV_MARK = '#### after set_env.sh ####\n'
 def kernels_single(kernels):
     """Whether cann_kernels_package is one source (or not a dict of sources per SoC at all)."""
     return not isinstance(kernels, dict) or not kernels or any(key in kernels for key in SOURCE_KEYS)
-
-
-def _version(component):
-    return (component or {}).get('version')
 
 
 def _facts_plan(inputs, ascend, single, components):
@@ -57,7 +53,7 @@ def _facts_plan(inputs, ascend, single, components):
     if inputs['nnal_package'] is not None:
         sources.append({'component': 'nnal', 'variable': 'cann_nnal_package', 'source': inputs['nnal_package']})
     version = str(inputs['version'])
-    current = dict((name, _version(ascend.get(name))) for name in COMPONENTS)
+    current = dict((name, installed_version(ascend.get(name))) for name in COMPONENTS)
     install_needed = [name for name in components if str(current[name]).lower() != version.lower()]
     remove = []
     if inputs['uninstall_first']:

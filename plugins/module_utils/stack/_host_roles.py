@@ -20,6 +20,8 @@ import re
 
 from urllib.parse import urlsplit
 
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.stack._stack_upgrade import installed_version
+
 # An Ascend .run package is executable; anything else (a .deb, .rpm, .zip, .tar.gz) is not.
 _RUN_PACKAGE = re.compile(r'\.run$')
 
@@ -92,17 +94,12 @@ def runtime_report(engine, info, runtime_name, ascend_runtime, default_runtime, 
             'ascend_runtime': runtime_name in runtimes, 'verified': True}
 
 
-def _version(component):
-    """The version of an ascend_facts component (None when it is not installed)."""
-    return component.get('version') if component else None
-
-
 def npu_driver_state(ascend, driver_version, firmware_version):
     """What role npu_driver finds (``ascend``: ascend_facts' ``ascend``) and must change: ``installed`` (``driver``
     and ``firmware`` versions, None when absent), ``change_needed`` (either differs from ``driver_version`` /
     ``firmware_version``, compared as lower-case text) and ``order`` (Huawei's: a first install is driver then
     firmware, an upgrade firmware then driver)."""
-    installed = {'driver': _version(ascend.get('driver')), 'firmware': _version(ascend.get('firmware'))}
+    installed = dict((name, installed_version(ascend.get(name))) for name in ('driver', 'firmware'))
     change = (str(installed['driver']).lower() != str(driver_version).lower()
               or str(installed['firmware']).lower() != str(firmware_version).lower())
     order = list(NPU_DRIVER_COMPONENTS) if installed['driver'] is None else list(reversed(NPU_DRIVER_COMPONENTS))
@@ -119,7 +116,7 @@ def npu_driver_after(results, ascend, check_mode, change_needed):
     if predict:
         after = dict((name, predicted.get(name)) for name in NPU_DRIVER_COMPONENTS)
     else:
-        after = dict((name, _version(ascend.get(name))) for name in NPU_DRIVER_COMPONENTS)
+        after = dict((name, installed_version(ascend.get(name))) for name in NPU_DRIVER_COMPONENTS)
     after['checkable'] = not predict or len(predicted) == 2
     return after
 

@@ -90,6 +90,11 @@ def _same(left, right):
     return left is not None and right is not None and version_order(left, right) == 0
 
 
+def installed_version(component):
+    """The version of an ascend_facts component (a dict with ``version``); None when it is not installed."""
+    return component.get('version') if isinstance(component, dict) else None
+
+
 def upgrade_steps(installed, wanted):
     """What a stack upgrade does, from ``installed`` and ``wanted`` (dicts component -> version or null; a
     component missing from ``wanted`` or null there is left as it is).

@@ -17,9 +17,11 @@ from __future__ import annotations
 
 import posixpath
 
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.stack._package_source import SOURCE_KEYS
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.stack._stack_upgrade import (
     HDK,
     STACK,
+    installed_version,
     missing_message,
     previous_packages,
     read_package_record,
@@ -29,8 +31,6 @@ from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.stack._stack_u
 # The variable that gives each component's package (roles npu_driver and cann), named in messages.
 PACKAGE_VARIABLES = {'driver': 'npu_driver_driver_package', 'firmware': 'npu_driver_firmware_package',
                      'toolkit': 'cann_toolkit_package', 'kernels': 'cann_kernels_package', 'nnal': 'cann_nnal_package'}
-# The keys of one package source; a dict with none of them is several sources, one per SoC.
-SOURCE_KEYS = ('src', 'path', 'url')
 # The chip family as ascend_facts reports it -> the chip in the kernels packages' file names.
 FILE_CHIP = {'910B': '910b', '910_93': 'A3', '310P': '310p', '910': '910'}
 
@@ -38,7 +38,7 @@ FILE_CHIP = {'910B': '910b', '910_93': 'A3', '310P': '310p', '910': '910'}
 def installed_versions(ascend):
     """Component -> installed version (null where not installed) from ascend_facts' ``ascend`` fact."""
     ascend = ascend if isinstance(ascend, dict) else {}
-    return dict((component, (ascend.get(component) or {}).get('version')) for component in STACK)
+    return dict((component, installed_version(ascend.get(component))) for component in STACK)
 
 
 def wanted_versions(driver, firmware, cann, nnal_package=None):

@@ -8,6 +8,7 @@
 
 Step 1 of the serving plan (_serving.py): every input checked before anything is planned, each problem naming
 the variable to fix (check_inputs), and the host's account and key file checked against the inputs.
+Its tests: tests/unit/plugins/module_utils/serving/test__plan_checks.py.
 """
 
 from __future__ import annotations

@@ -9,6 +9,7 @@
 The serving plan's inputs (step 1 of serving_plan, _serving.py): the vllm_service variables it takes (INPUT_KEYS),
 the facts (FACTS_KEYS), the flags of `vllm serve` it guards, the choices and their bounds, and the inputs normalised
 (numbers, booleans). Standard library only.
+Its tests: tests/unit/plugins/module_utils/serving/test__plan_inputs.py.
 """
 
 from __future__ import annotations

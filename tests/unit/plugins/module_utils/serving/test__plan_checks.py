@@ -88,6 +88,26 @@ def test_a_bad_input_is_refused_with_its_exact_message(changes, message):
     assert check_inputs(inputs(**changes)) == [message]
 
 
+IMAGE_REFUSED = 'vllm_service_image must be null or an image reference such as quay.io/ascend/vllm-ascend:v0.13.0; got %s'
+
+
+@pytest.mark.parametrize('image, shown', [
+    # A registry's password in the reference a user pasted: masked in the refusal, with a scheme or without.
+    ('https://robot:%s@registry.bank.internal/vllm-ascend:v0.13.0' % KEY,
+     '"https://********@registry.bank.internal/vllm-ascend:v0.13.0"'),
+    ('robot:%s@registry.bank.internal/vllm-ascend:v0.13.0' % KEY, '"robot:********@registry.bank.internal/vllm-ascend:v0.13.0"'),
+    # A password JSON escapes (a quote, a backslash, a newline) is masked as the message writes it.
+    ('u:pa"ss\\w\n@registry/x', '"u:********@registry/x"'),
+    # What may be a password is masked even where it is not one (never less).
+    ('registry:5000/vllm-ascend@sha256:bad', '"registry:********@sha256:bad"'),
+    ('quay.io/ascend/vllm ascend:v1', '"quay.io/ascend/vllm ascend:v1"'),
+    ('-v/:/host' + 'x' * 200, '"-v/:/host' + 'x' * 190 + '...'),
+    (7, '7'),
+])
+def test_a_refused_string_never_shows_a_password_it_may_carry(image, shown):
+    assert check_inputs(inputs(image=image)) == [IMAGE_REFUSED % shown]
+
+
 def test_a_public_address_needs_a_key_and_a_bridge_no_host_of_its_own():
     assert check_inputs(inputs(host='0.0.0.0')) == [
         'the service listens on 0.0.0.0 (vllm_service_host, or a --host in vllm_service_extra_args or '
@@ -169,6 +189,8 @@ def test_the_environment(env, problems):
     ('', 'vllm_service_api_key_file /etc/vllm/api-key does not exist'),
     ('640 root regular file', 'vllm_service_api_key_file /etc/vllm/api-key is owned by root with mode 0640: the key '
                               'must be readable by root only (chown root and chmod 600 it)'),
+    ('604 root regular file', 'vllm_service_api_key_file /etc/vllm/api-key is owned by root with mode 0604: the key '
+                              'must be readable by root only (chown root and chmod 600 it)'),
     ('600 vllm regular file', 'vllm_service_api_key_file /etc/vllm/api-key is owned by vllm with mode 0600: the key '
                               'must be readable by root only (chown root and chmod 600 it)'),
     # A FIFO would block the read of the key.
@@ -217,6 +239,8 @@ def test_the_service_account_exactly(name, line, problem):
 def test_the_login_uid_bound_comes_from_login_defs():
     line = 'svc:x:600:600::/var/lib/vllm/svc:/usr/sbin/nologin'
     assert check_account('svc', line, uid_min=1000) == ''
+    assert check_account('svc', line, uid_min=601) == ''
+    assert check_account('svc', line, uid_min=600).startswith('vllm_service_user svc is an existing login account ')
     assert check_account('svc', line, uid_min=500).startswith('vllm_service_user svc is an existing login account '
                                                               '(UID 600, shell /usr/sbin/nologin)')
 

@@ -99,6 +99,8 @@ def test_a_unique_prefix_of_a_guarded_option_is_that_option_and_a_shared_one_is_
     (['--host', '10.0.0.1', '--host'], '--host', '10.0.0.1'),
     # The next element is the value, whatever it is.
     (['--host', '--port', '8000'], '--host', '--port'),
+    # An option's value is never read as an option.
+    (['--host', '--host', '10.0.0.1'], '--host', '--host'),
 ])
 def test_the_last_value_of_an_option_in_the_final_argv(argv, flag, value):
     assert last_value(argv, flag) == value
@@ -132,6 +134,11 @@ def test_a_value_shows_as_json_shortened():
     assert _show('x' * 20, limit=10) == '"xxxxxxxxx...'
     # What JSON cannot order shows as Python writes it.
     assert _show({1: 'a', 'b': 2}) == "{1: 'a', 'b': 2}"
+    # A URL's user information is masked, before the value is shortened.
+    assert _show({'src': 'rsync://mirror:sk-secret@nas.bank.internal/models/x'}) == \
+        '{"src": "rsync://********@nas.bank.internal/models/x"}'
+    assert _show('x' * 170 + ' https://mirror:sk-secret@nas/m', limit=200) == \
+        '"' + 'x' * 170 + ' https://********@nas/m"'
 
 
 @pytest.mark.parametrize('volume, parts', [

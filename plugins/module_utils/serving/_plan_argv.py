@@ -6,8 +6,9 @@
 
 """Private to the kunpeng_ascend.vllm collection: not a public API, it may change without notice.
 
-Step 4 of the serving plan (_serving.py): the `vllm serve` argv - the address, the served name, the valued options
+Step 5 of the serving plan (_serving.py): the `vllm serve` argv - the address, the served name, the valued options
 and switches, TLS - and where clients reach it.
+Its tests: tests/unit/plugins/module_utils/serving/test__plan_argv.py.
 """
 
 from __future__ import annotations

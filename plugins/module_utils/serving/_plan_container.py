@@ -6,8 +6,9 @@
 
 """Private to the kunpeng_ascend.vllm collection: not a public API, it may change without notice.
 
-Step 6 of the serving plan (_serving.py): what a container needs - the model's and the driver's mounts, the
-user's volumes checked against system paths, the cache.
+Step 8 of the serving plan in a container (_serving.py): what a container needs - the model's and the driver's
+mounts, the user's volumes checked against system paths, the cache - its devices and its argv.
+Its tests: tests/unit/plugins/module_utils/serving/test__plan_container.py.
 """
 
 from __future__ import annotations

@@ -9,6 +9,7 @@
 The serving plan's inputs (step 1 of serving_plan, _serving.py): the vllm_service variables it takes (INPUT_KEYS),
 the facts (FACTS_KEYS), the flags of `vllm serve` it guards, the choices and their bounds, and the inputs normalised
 (numbers, booleans). Standard library only.
+Its tests: tests/unit/plugins/module_utils/serving/test__plan_inputs.py.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import json
 import re
 
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.common._numbers import MAX_SECONDS
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.common._secrets import mask_text
 
 
 # The valued `vllm serve` options the role sets from its own variables, in argv order: (variable, option).
@@ -173,11 +175,13 @@ _RELEASE_NUMBERS = re.compile(r'v?([0-9]+)[.]([0-9]+)[.]([0-9]+)')
 
 
 def _show(value, limit=200):
-    """A value for a message, as JSON (the roles' other messages show values so), shortened."""
+    """A value for a message, as JSON (the roles' other messages show values so), shortened; a URL's user information
+    (scheme://user:password@) masked before it is shortened (common/_secrets.py)."""
     try:
         text = json.dumps(value, sort_keys=True, default=str)
     except (TypeError, ValueError):
         text = repr(value)
+    text = mask_text(text)
     return text if len(text) <= limit else text[:limit] + '...'
 
 

@@ -7,6 +7,7 @@
 """Private to the kunpeng_ascend.vllm collection: not a public API, it may change without notice.
 
 Step 3 of the serving plan (_serving.py): the NPUs, the cards they sit on and the NUMA node they share.
+Its tests: tests/unit/plugins/module_utils/serving/test__plan_npus.py.
 """
 
 from __future__ import annotations

@@ -9,6 +9,7 @@
 Step 2 of the serving plan (_serving.py): the vllm-ascend release (from the image's tag, the pins or the
 version given), the environment it needs on NPUs, the NPU driver it is checked against and, on a host without a
 driver yet, the NPUs as its PCI bus shows them.
+Its tests: tests/unit/plugins/module_utils/serving/test__plan_release.py.
 """
 
 from __future__ import annotations

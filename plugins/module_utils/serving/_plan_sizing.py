@@ -6,8 +6,9 @@
 
 """Private to the kunpeng_ascend.vllm collection: not a public API, it may change without notice.
 
-Step 5 of the serving plan (_serving.py): the layout the final argv asks for (parallel sizes, context, batch)
+Step 6 of the serving plan (_serving.py): the layout the final argv asks for (parallel sizes, context, batch)
 read back from it, and whether the model fits the NPUs (_sizing).
+Its tests: tests/unit/plugins/module_utils/serving/test__plan_sizing.py.
 """
 
 from __future__ import annotations

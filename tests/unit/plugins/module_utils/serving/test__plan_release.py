@@ -11,7 +11,10 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.serving._plan_release import release_of
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.serving._plan_release import (
+    environment_defaults,
+    release_of,
+)
 
 
 @pytest.mark.parametrize('image, pins, version, mode, release', [
@@ -25,3 +28,24 @@ from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.serving._plan_
 ])
 def test_the_release_is_the_version_given_else_the_tag_or_the_pin(image, pins, version, mode, release):
     assert release_of(image, pins, version, mode) == release
+
+
+@pytest.mark.parametrize('image, pins, version, mode, release', [
+    ('quay.io/ascend/vllm-ascend:v0.13.0-a3', None, None, 'container', '0.13.0'),
+    ('quay.io/ascend/vllm-ascend:v0.32.0rc1-openeuler', None, None, 'container', '0.32.0rc1'),
+    ('quay.io/ascend/vllm-ascend:latest', None, None, 'container', ''),
+    ('registry:5000/vllm-ascend@sha256:' + 'a' * 64, None, None, 'container', ''),
+    (None, ['vllm==0.13.0', 'vllm_ascend==0.13.0'], None, 'native', '0.13.0'),
+    ('quay.io/ascend/vllm-ascend:v0.13.0', None, 'v0.23.0', 'container', '0.23.0'),
+])
+def test_the_release(image, pins, version, mode, release):
+    assert release_of(image, pins, version, mode) == release
+
+
+@pytest.mark.parametrize('release, threads, extra', [
+    ('0.30.0', '1', 'HCCL_OP_EXPANSION_MODE'), ('0.9.1', '100', 'VLLM_USE_V1'), ('0.7.3', '100', None),
+    ('', '100', None), ('0.11.0rc1', '1', 'HCCL_OP_EXPANSION_MODE')])
+def test_the_environment_follows_the_release(release, threads, extra):
+    env = environment_defaults(release, has_npus=True)
+    assert env['OMP_NUM_THREADS'] == threads
+    assert extra is None or extra in env

@@ -224,7 +224,9 @@ def _check_choices(get, problems):
     """The choices, the switches, the NPU ids, the capabilities, the network and the IPC namespace."""
     for name, choices in CHOICES.items():
         value = get(name)
-        if value is not None and value not in choices:
+        # A choice that may not be null is refused as null when it is given so (a key left out takes its default).
+        given_null = value is None and name in NOT_NULL_CHOICES and get(name, False) is None
+        if given_null or (value is not None and value not in choices):
             problems.append('vllm_service_%s must be %sone of %s; got %s' % (
                 name, '' if name in NOT_NULL_CHOICES else 'null or ', ', '.join(choices), _show(value)))
     for name in ('enable_expert_parallel', 'enforce_eager', 'headless', 'mount_driver_dir'):

@@ -22,7 +22,7 @@ from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.serving._plan_
     check_inputs,
     check_key_file,
 )
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.serving._plan_inputs import _show
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.serving._plan_inputs import CHOICES, _show
 from ansible_collections.kunpeng_ascend.vllm.tests.unit.plugins.module_utils.serving.test__serving import (
     HF_CACHE,
     SNAPSHOT,
@@ -75,6 +75,10 @@ def test_the_role_s_defaults_pass_and_every_problem_is_listed_at_once():
     ({'dtype': 'fp4'}, 'vllm_service_dtype must be null or one of auto, half, float16, bfloat16, float, float32; got '
                        '"fp4"'),
     ({'mode': 'kubernetes'}, 'vllm_service_mode must be one of auto, native, container; got "kubernetes"'),
+    # A choice that may not be null, given as null (the role passes every input; null is no mode to plan with).
+    ({'mode': None}, 'vllm_service_mode must be one of auto, native, container; got null'),
+    ({'sizing': None}, 'vllm_service_sizing must be one of %s; got null' % ', '.join(CHOICES['sizing'])),
+    ({'numa_bind': None}, 'vllm_service_numa_bind must be one of %s; got null' % ', '.join(CHOICES['numa_bind'])),
     ({'npus': [0, 0]}, 'vllm_service_npus must be null or a non-empty list of distinct NPU ids (0 or more); got [0, 0]'),
     ({'network': 'container:other'}, 'vllm_service_network must be host or bridge (the port published on '
                                      'vllm_service_host); got "container:other"'),

@@ -149,12 +149,22 @@ def parse_unit_show(text):
     return {'active': values.get('ActiveState') == 'active', 'invocation': values.get('InvocationID', '')}
 
 
+# What an endpoint may hold: a host name, an IPv4 address or an IPv6 one (in brackets), and a port. Nothing else, so
+# that a URL with a scheme, a path or user:password@ is refused, and shown only when it holds nothing but these.
+_ENDPOINT_TEXT = re.compile(r'\A[A-Za-z0-9._:\[\]-]+\Z')
+
+
 def parse_endpoint(text):
-    """``host:port`` (``[v6]:port`` for IPv6) as ``(host, port)``; ValueError naming what is wrong."""
-    host, colon, port = str(text).strip().rpartition(':')
-    host = host.strip('[]')
-    if not colon or not host or not port.isdigit() or not 0 < int(port) < 65536:
-        raise ValueError('%r is not host:port (such as 10.0.0.1:13389)' % text)
+    """``host:port`` (``[v6]:port`` for IPv6) as ``(host, port)``; ValueError naming what is wrong (the text quoted
+    only when it holds nothing but a host's and a port's characters: never a password a URL may carry)."""
+    text = str(text).strip()
+    written, colon, port = text.rpartition(':')
+    bracketed = written.startswith('[') and written.endswith(']')
+    host = written[1:-1] if bracketed else written
+    if (not colon or not host or not _ENDPOINT_TEXT.match(text) or not port.isdigit() or not 0 < int(port) < 65536
+            or '[' in host or ']' in host):
+        raise ValueError('%s is not host:port (such as 10.0.0.1:13389)'
+                         % (repr(text) if _ENDPOINT_TEXT.match(text) else 'the endpoint given'))
     return host, int(port)
 
 

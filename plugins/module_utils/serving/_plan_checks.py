@@ -14,11 +14,10 @@ Its tests: tests/unit/plugins/module_utils/serving/test__plan_checks.py.
 from __future__ import annotations
 
 import functools
-import json
 import re
 
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.common._paths import normalise, path_problem
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.common._secrets import mask_text, url_secrets
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.common._secrets import url_secrets
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.common._systemd import env_value_problem
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.serving._deployment import STATE_ROOT
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.serving._group_watch import parse_endpoint
@@ -113,7 +112,7 @@ def _check_role_inputs(get, problems):
     if source is not None:
         kind, where = (list(source.items())[0] if isinstance(source, dict) and len(source) == 1 else (None, None))
         if (kind not in ('src', 'path') or not isinstance(where, str) or not _NO_CONTROL_NOT_OPTION.match(where)
-                or (kind == 'path' and not _NODE_DIR.match(where))):
+                or (kind == 'path' and not _NODE_DIR.match(where)) or url_secrets(where)):
             problems.append("vllm_service_model_source must be null, {src: <directory on the controller>} or {path: "
                             "<absolute directory on the node, without ':'>} (rsync reads host:path as a remote and a "
                             "leading - as an option); got %s" % _show(source))
@@ -142,16 +141,7 @@ def _string(get, problems, name, pattern, accepts, optional=False):
         return
     if not isinstance(value, str) or not pattern.match(value) or value.startswith('-'):
         problems.append('vllm_service_%s must be %s%s; got %s'
-                        % (name, 'null or ' if optional else '', accepts, _shown_string(value)))
-
-
-def _shown_string(value):
-    """A refused string input as its message shows it: any password it may carry as an address (user:password@host,
-    with a scheme or without: common/_secrets.url_secrets, as written and as JSON escapes it) masked."""
-    secrets = url_secrets(value)
-    text = mask_text(_show(value, limit=float('inf')),
-                     secrets + [json.dumps(secret)[1:-1] for secret in secrets])
-    return text if len(text) <= 200 else text[:200] + '...'
+                        % (name, 'null or ' if optional else '', accepts, _show(value)))
 
 
 def _check_strings(get, problems):

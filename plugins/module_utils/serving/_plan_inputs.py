@@ -19,7 +19,7 @@ import json
 import re
 
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.common._numbers import MAX_SECONDS
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.common._secrets import mask_text
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.common._secrets import mask_text, url_secrets
 
 
 # The valued `vllm serve` options the role sets from its own variables, in argv order: (variable, option).
@@ -174,14 +174,27 @@ _RELEASE_IN_PIN = re.compile(r'vllm[-_]ascend==v?(.+)\Z', re.IGNORECASE)
 _RELEASE_NUMBERS = re.compile(r'v?([0-9]+)[.]([0-9]+)[.]([0-9]+)')
 
 
+def _strings(value):
+    """Every string in ``value`` (itself, or the keys and items of its dicts, lists and tuples, at any depth)."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [string for pair in value.items() for part in pair for string in _strings(part)]
+    if isinstance(value, (list, tuple)):
+        return [string for item in value for string in _strings(item)]
+    return []
+
+
 def _show(value, limit=200):
-    """A value for a message, as JSON (the roles' other messages show values so), shortened; a URL's user information
-    (scheme://user:password@) masked before it is shortened (common/_secrets.py)."""
+    """A value for a message, as JSON (the roles' other messages show values so), shortened; every password a string
+    in it may carry as an address (user:password@host, with a scheme or without: common/_secrets.url_secrets) masked,
+    as written and as JSON escapes it, and a URL's user information too, before it is shortened."""
     try:
         text = json.dumps(value, sort_keys=True, default=str)
     except (TypeError, ValueError):
         text = repr(value)
-    text = mask_text(text)
+    secrets = [secret for string in _strings(value) for secret in url_secrets(string)]
+    text = mask_text(text, secrets + [json.dumps(secret)[1:-1] for secret in secrets])
     return text if len(text) <= limit else text[:limit] + '...'
 
 

@@ -146,6 +146,15 @@ def test_an_endpoint_without_host_or_port_is_refused_by_name(text):
         _group_watch.parse_endpoint(text)
 
 
+@pytest.mark.parametrize('text', ['http://10.0.0.1:13389', 'u:s3cret@10.0.0.1:13389', 'http://u:s3cret@10.0.0.1:13389',
+                                  'head/x:13389', 'head 1:13389', '[fd00::1:13389', 'fd00::1]:13389',
+                                  'h[1]x:13389'])
+def test_a_url_path_or_credentials_is_no_endpoint_and_a_password_is_never_shown(text):
+    with pytest.raises(ValueError, match='is not host:port') as raised:
+        _group_watch.parse_endpoint(text)
+    assert 's3cret' not in str(raised.value)
+
+
 def test_the_wait_for_the_head_ends_when_its_port_accepts():
     answers = iter(['[Errno 111] Connection refused', '[Errno 111] Connection refused', None])
     lines, sleeps = [], []

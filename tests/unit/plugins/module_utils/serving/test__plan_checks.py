@@ -358,3 +358,16 @@ def test_the_home_rule_alone_refuses_every_well_known_account_that_exists(line, 
     monkeypatch.setattr(_plan_checks, 'SYSTEM_ACCOUNTS', frozenset())
     problem = check_account(line.split(':', 1)[0], line, uid_min=1000)
     assert problem and 'vllm_service_user' in problem
+
+
+@pytest.mark.parametrize('changes, variable', [
+    # A URL is no directory, on the controller or on the node; one with a password is refused without showing it.
+    ({'model_source': {'src': 'rsync://u:%s@nas/models/DeepSeek-R1' % KEY}}, 'vllm_service_model_source'),
+    ({'model_source': {'src': 'u:%s@nas:/models/DeepSeek-R1' % KEY}}, 'vllm_service_model_source'),
+    ({'wait_for_endpoints': ['http://u:%s@10.0.0.1:13389' % KEY]}, 'vllm_service_wait_for_endpoints[0]'),
+    ({'wait_for_endpoints': ['u:%s@10.0.0.1:13389' % KEY]}, 'vllm_service_wait_for_endpoints[0]'),
+])
+def test_a_source_or_endpoint_with_a_password_is_refused_never_showing_it(changes, variable):
+    found = check_inputs(inputs(**changes))
+    assert len(found) == 1 and found[0].startswith(variable + ' must be'), found
+    assert KEY not in found[0]

@@ -134,13 +134,12 @@ from ansible.module_utils.common.text.converters import to_native
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.common._files import UnreadableFile, read_regular_file
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.common._atomic_write import write_atomically
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.operations._benchmark_report import (
-    HAS_MATPLOTLIB,
-    MATPLOTLIB_IMPORT_ERROR,
     MAX_BYTES,
     ReportError,
     build_report,
     host_statuses,
     load_run_dir,
+    matplotlib_import_error,
 )
 
 
@@ -169,8 +168,9 @@ def main():
     path = module.params['path']
     dest = module.params['dest'] or os.path.join(path, 'report.html')
     result = dict(changed=False, dest=dest)
-    if not HAS_MATPLOTLIB:
-        module.fail_json(msg=missing_required_lib('matplotlib'), exception=MATPLOTLIB_IMPORT_ERROR, **result)
+    import_error = matplotlib_import_error()
+    if import_error:
+        module.fail_json(msg=missing_required_lib('matplotlib'), exception=import_error, **result)
     if os.path.isdir(dest):
         module.fail_json(msg='dest %s is a directory: give the path of the HTML file' % dest, **result)
     if not os.path.isdir(os.path.dirname(os.path.abspath(dest))):

@@ -41,16 +41,27 @@ from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.common import 
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.common._files import UnreadableFile, read_regular_file
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.operations._benchmark import comparison_record
 
-try:
-    import matplotlib
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-except ImportError:
-    HAS_MATPLOTLIB = False
-    MATPLOTLIB_IMPORT_ERROR = traceback.format_exc()
-else:
-    HAS_MATPLOTLIB = True
-    MATPLOTLIB_IMPORT_ERROR = None
+
+def matplotlib_import_error():
+    """None when matplotlib imports, else the traceback of its import.
+
+    Imported here, on first use, never when this file is imported: the filter plugins import this file for its schema
+    names, and Ansible loads every filter plugin of the collection in each worker process, one per task and host;
+    matplotlib's import there was about half the controller's CPU time of a site.yml run."""
+    try:
+        _matplotlib()
+    except ImportError:
+        return traceback.format_exc()
+    return None
+
+
+def _matplotlib():
+    """matplotlib, its Agg canvas and its Figure, imported on first use (see matplotlib_import_error)."""
+    import matplotlib  # pylint: disable=import-outside-toplevel
+    from matplotlib.backends.backend_agg import FigureCanvasAgg  # pylint: disable=import-outside-toplevel
+    from matplotlib.figure import Figure  # pylint: disable=import-outside-toplevel
+    return matplotlib, FigureCanvasAgg, Figure
+
 
 RUN_SCHEMA = 'kunpeng_ascend.vllm/benchmark-run/1'
 SUMMARY_SCHEMA = 'kunpeng_ascend.vllm/benchmark-summary/1'
@@ -416,8 +427,9 @@ def _series(runs):
 # --------------------------------------------------------------------------------------------------------- plots
 
 def _figure(height_in, ncols=1, nrows=1):
-    figure = Figure(figsize=(WIDTH_IN, height_in), dpi=DPI, layout='constrained')
-    FigureCanvasAgg(figure)
+    canvas, figure_class = _matplotlib()[1:]
+    figure = figure_class(figsize=(WIDTH_IN, height_in), dpi=DPI, layout='constrained')
+    canvas(figure)
     axes = figure.subplots(nrows, ncols, squeeze=False)
     return figure, [ax for row in axes for ax in row]
 
@@ -430,6 +442,7 @@ def _png(figure):
 
 def _with_defaults(draw):
     """Run ``draw`` under matplotlib's default settings, whatever a matplotlibrc of this machine sets."""
+    matplotlib = _matplotlib()[0]
     with matplotlib.rc_context():
         matplotlib.rcdefaults()
         return draw()

@@ -131,8 +131,7 @@ def test_a_bad_dest_fails(results, tmp_path, dest, message):
 
 
 def test_without_matplotlib_the_module_says_what_to_install(results, tmp_path, monkeypatch):
-    monkeypatch.setattr(benchmark_report, 'HAS_MATPLOTLIB', False)
-    monkeypatch.setattr(benchmark_report, 'MATPLOTLIB_IMPORT_ERROR', 'ImportError: No module named matplotlib')
+    monkeypatch.setattr(benchmark_report, 'matplotlib_import_error', lambda: 'ImportError: No module named matplotlib')
     result = run_module({'path': run_dir(tmp_path)}, FailJson)
     assert result['msg'].startswith('Failed to import the required Python library (matplotlib) on ')
     assert result['exception'] == 'ImportError: No module named matplotlib'

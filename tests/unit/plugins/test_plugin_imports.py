@@ -1,0 +1,87 @@
+# -*- coding: utf-8 -*-
+
+# Copyright (c) kunpeng_ascend.vllm contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+"""The filter, test and lookup plugins import nothing heavy.
+
+Ansible forks a worker process for each task and host, and a worker that templates an expression with one of the
+collection's filters loads the collection's filter plugins anew. Whatever they import at the top of a file is paid
+once per task and host: matplotlib, imported by the benchmark report's module_utils for the schema names two filters
+use, was about half the controller's CPU time of a converged site.yml run (py-spy, a simulated node under Mitogen).
+The libraries a plugin needs for one task's work are imported where that work is done.
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+import subprocess
+import sys
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+# What the controller-side plugins may import when they load, besides the standard library: Ansible itself, the
+# collection, and what ansible-core needs anyway (Jinja2, PyYAML, MarkupSafe), and netaddr, small, which the
+# network plan's filter uses.
+ALLOWED = {'ansible', 'ansible_collections', 'jinja2', 'yaml', 'markupsafe', 'netaddr', '_yaml'}
+
+IMPORT_ALL = """
+import glob, importlib, json, os, sys
+before = set(sys.modules)
+import ansible.errors, ansible.module_utils.basic, ansible.plugins.filter, jinja2, yaml
+baseline = set(sys.modules)
+loaded = {}
+for path in sorted(glob.glob(os.path.join(sys.argv[1], 'plugins', '*', '*.py'))):
+    kind, name = path.split(os.sep)[-2], os.path.basename(path)[:-3]
+    if kind not in ('filter', 'test', 'lookup') or name == '__init__':
+        continue
+    ahead = set(sys.modules)
+    importlib.import_module('ansible_collections.kunpeng_ascend.vllm.plugins.%s.%s' % (kind, name))
+    loaded[kind + '/' + name] = sorted({module.split('.')[0] for module in set(sys.modules) - ahead})
+print(json.dumps({'plugins': loaded, 'stdlib': sorted(sys.stdlib_module_names)}))
+"""
+
+
+def _imports_by_plugin():
+    """For each filter, test and lookup plugin: the top-level modules its import added, in a fresh interpreter."""
+    run = subprocess.run([sys.executable, '-c', IMPORT_ALL, REPO], capture_output=True, text=True, check=True,
+                         env=dict(os.environ, PYTHONDONTWRITEBYTECODE='1'))
+    answer = json.loads(run.stdout)
+    return answer['plugins'], set(answer['stdlib'])
+
+
+def test_every_plugin_file_is_imported():
+    plugins = _imports_by_plugin()[0]
+    files = {path.split(os.sep)[-2] + '/' + os.path.basename(path)[:-3]
+             for kind in ('filter', 'test', 'lookup') for path in glob.glob(os.path.join(REPO, 'plugins', kind, '*.py'))}
+    assert set(plugins) == files - {'filter/__init__', 'test/__init__', 'lookup/__init__'}
+    assert 'filter/benchmark' in plugins and 'filter/benchmark_run' in plugins
+
+
+def test_no_plugin_imports_a_heavy_library_when_it_loads():
+    plugins, stdlib = _imports_by_plugin()
+    heavy = {plugin: sorted(set(modules) - ALLOWED - stdlib) for plugin, modules in plugins.items()}
+    assert {plugin: modules for plugin, modules in heavy.items() if modules} == {}
+
+
+def test_the_benchmark_report_imports_matplotlib_only_to_draw():
+    """The rule above holds by the report's lazy import, not by chance: importing the report's module_utils does not
+    import matplotlib, and a report still finds it when it draws."""
+    code = ('import sys\n'
+            'from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.operations import _benchmark_report as r\n'
+            'loaded = "matplotlib" in sys.modules\n'
+            'error = r.matplotlib_import_error()\n'
+            'print(loaded, error is None, "matplotlib" in sys.modules)\n')
+    run = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, check=True)
+    assert run.stdout.split() == ['False', 'True', 'True']
+
+
+def test_without_matplotlib_the_report_gives_the_import_traceback(monkeypatch):
+    from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.operations import _benchmark_report
+    # A None in sys.modules makes the import raise ImportError, as on a controller without matplotlib.
+    for name in ('matplotlib', 'matplotlib.backends.backend_agg', 'matplotlib.figure'):
+        monkeypatch.setitem(sys.modules, name, None)
+    error = _benchmark_report.matplotlib_import_error()
+    assert error.startswith('Traceback') and 'import of matplotlib halted' in error

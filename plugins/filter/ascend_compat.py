@@ -13,15 +13,9 @@ import datetime
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.stack._compatibility import (
-    COMPONENTS,
-    check_combination,
-    compatibility_rows,
-    policy_site_rows,
-    read_waiver,
-    rows_for_driver,
-    with_site_rows,
-)
+from ansible_collections.kunpeng_ascend.vllm.plugins.plugin_utils._lazy_import import lazy_module
+
+_compatibility = lazy_module('stack._compatibility')
 
 
 def _day(today, name):
@@ -36,7 +30,7 @@ def _day(today, name):
 def _rows(site_rows, name):
     """The compatibility set with the site's rows (the inventory variable ascend_compat_site_rows)."""
     try:
-        return with_site_rows(site_rows)
+        return _compatibility.with_site_rows(site_rows)
     except ValueError as error:
         raise AnsibleFilterError('%s: %s' % (name, error)) from error
 
@@ -53,19 +47,20 @@ def ascend_compat(versions, waiver=None, today=None, site_rows=None, release_var
     controller's date when null); ``release_variable`` names what chooses another release in the driver refusal."""
     if not isinstance(versions, dict):
         raise AnsibleFilterError('ascend_compat: the input must be a dict of versions with keys among %s, not %s'
-                                 % (', '.join(COMPONENTS), type(versions).__name__))
-    unknown = sorted(str(key) for key in versions if key not in COMPONENTS)
+                                 % (', '.join(_compatibility.COMPONENTS), type(versions).__name__))
+    unknown = sorted(str(key) for key in versions if key not in _compatibility.COMPONENTS)
     if unknown:
         raise AnsibleFilterError('ascend_compat: unknown key(s) %s; the keys are %s'
-                                 % (', '.join(unknown), ', '.join(COMPONENTS)))
-    return check_combination(waiver=waiver, today=_day(today, 'ascend_compat'), rows=_rows(site_rows, 'ascend_compat'),
-                             release_variable=_text(release_variable, 'ascend_compat', 'release_variable'), **versions)
+                                 % (', '.join(unknown), ', '.join(_compatibility.COMPONENTS)))
+    return _compatibility.check_combination(
+        waiver=waiver, today=_day(today, 'ascend_compat'), rows=_rows(site_rows, 'ascend_compat'),
+        release_variable=_text(release_variable, 'ascend_compat', 'release_variable'), **versions)
 
 
 def ascend_compat_waiver(waiver, today=None):
     """The waiver read on ``today`` (the controller's date when null): {waiver: its fields or null, problems: why it is
     void}. Null is no waiver and no problem."""
-    read, problems = read_waiver(waiver, _day(today, 'ascend_compat_waiver') or datetime.date.today())
+    read, problems = _compatibility.read_waiver(waiver, _day(today, 'ascend_compat_waiver') or datetime.date.today())
     return {'waiver': read, 'problems': problems}
 
 
@@ -74,12 +69,12 @@ def ascend_compat_rows(driver=None, site_rows=None):
     driver ``driver`` fits."""
     rows = _rows(site_rows, 'ascend_compat_rows')
     if driver is None or (isinstance(driver, str) and not driver.strip()):
-        return compatibility_rows(rows)
+        return _compatibility.compatibility_rows(rows)
     if not isinstance(driver, str):
         raise AnsibleFilterError('ascend_compat_rows: the NPU driver version must be a string such as 24.1.RC1, not %s %r'
                                  % (type(driver).__name__, driver))
     try:
-        return rows_for_driver(driver.strip(), rows)
+        return _compatibility.rows_for_driver(driver.strip(), rows)
     except ValueError as error:
         raise AnsibleFilterError('ascend_compat_rows: %s' % error) from error
 
@@ -93,7 +88,7 @@ def ascend_compat_policy(text, source=None, include_rc=False):
     if not isinstance(include_rc, bool):
         raise AnsibleFilterError('ascend_compat_policy: include_rc must be true or false, not %r' % (include_rc,))
     try:
-        return policy_site_rows(text, _text(source, 'ascend_compat_policy', 'source'), include_rc)
+        return _compatibility.policy_site_rows(text, _text(source, 'ascend_compat_policy', 'source'), include_rc)
     except ValueError as error:
         raise AnsibleFilterError('ascend_compat_policy: %s' % error) from error
 

@@ -13,29 +13,12 @@ import re
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.operations._benchmark import (
-    LOAD_NUMBERS,
-    RESULTS_COLUMNS,
-    BenchmarkError,
-    best_point,
-    compare_target_problems,
-    comparison_record,
-    csv_text,
-    grid_points,
-    load_number_problems,
-    max_concurrency_meeting_targets,
-    objective_direction,
-    optimization_columns,
-    optimization_rows,
-    parse_targets,
-    priority_problems,
-    results_rows,
-)
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.operations._benchmark_report import SUMMARY_SCHEMA
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.serving._serving import SERVING_PARAMS
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.operations._soak import LOAD_OPTIONS
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.operations._soak import OPTIONS as SOAK_OPTIONS
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.operations._soak import input_problems
+from ansible_collections.kunpeng_ascend.vllm.plugins.plugin_utils._lazy_import import lazy_module
+
+_benchmark = lazy_module('operations._benchmark')
+_benchmark_report = lazy_module('operations._benchmark_report')
+_serving = lazy_module('serving._serving')
+_soak = lazy_module('operations._soak')
 
 # The load's options the role names without the soak's prefix (vllm_benchmark_input_len): the benchmark's too.
 SHARED_LOAD_OPTIONS = ('input_len', 'output_len')
@@ -47,21 +30,21 @@ _OPTION_NAME = re.compile(r'^[a-z][a-z0-9]*([_-][a-z0-9]+)*$')
 def _checked(function, *args):
     try:
         return function(*args)
-    except BenchmarkError as error:
+    except _benchmark.BenchmarkError as error:
         raise AnsibleFilterError(error.msg)
 
 
 def benchmark_targets(targets, option='vllm_benchmark_targets'):
     """Targets checked and read: ``[{metric, op, value}]``."""
-    return _checked(parse_targets, targets, option)
+    return _checked(_benchmark.parse_targets, targets, option)
 
 
 def benchmark_grid(axes, service_params=None, option='vllm_benchmark_grid'):
     """The grid's points, ``[{index, params}]``; an axis that is neither one of ``service_params`` (with or without
     the vllm_service_ prefix; null: the serving plan's SERVING_PARAMS) nor a plausible ``vllm serve`` option name is
     an error."""
-    service_params = SERVING_PARAMS if service_params is None else service_params
-    points = _checked(grid_points, axes, option)
+    service_params = _serving.SERVING_PARAMS if service_params is None else service_params
+    points = _checked(_benchmark.grid_points, axes, option)
     for name, values in axes.items():
         if _short_name(name) in service_params:
             continue
@@ -92,7 +75,7 @@ def benchmark_point_config(point, original, service_params=None):
     """The serving configuration of a grid point: ``original`` (``{param: value}`` without the vllm_service_ prefix)
     with the point's serving variables (``service_params``; null: the serving plan's SERVING_PARAMS) set and its
     other parameters appended to extra_args as options."""
-    service_params = SERVING_PARAMS if service_params is None else service_params
+    service_params = _serving.SERVING_PARAMS if service_params is None else service_params
     config = dict(original)
     options = []
     for name, value in point['params'].items():
@@ -112,8 +95,8 @@ def benchmark_summary(runs, targets, points=None, objective=None, run_id=None):
         raise AnsibleFilterError('benchmark_summary: the input must be the list of runs')
     best = None
     if points:
-        _checked(objective_direction, objective, 'vllm_benchmark_objective')
-        best = _checked(best_point, points, runs, objective)
+        _checked(_benchmark.objective_direction, objective, 'vllm_benchmark_objective')
+        best = _checked(_benchmark.best_point, points, runs, objective)
     hosts = {}
     for host in sorted(set(run['host'] for run in runs)):
         mine = [run for run in runs if run['host'] == host]
@@ -122,9 +105,9 @@ def benchmark_summary(runs, targets, points=None, objective=None, run_id=None):
             run for run in mine if best and run['grid_point']['index'] == best['index']]
         hosts[host] = {'status': 'PASS' if all(run['status'] == 'PASS' for run in mine) else 'FAIL',
                        'runs': len(mine),
-                       'max_concurrency_meeting_targets': max_concurrency_meeting_targets(sweep) if sweep else None}
-    summary = {'schema': SUMMARY_SCHEMA, 'run_id': run_id, 'targets': benchmark_targets(targets), 'hosts': hosts,
-               'grid': None, 'results_csv': csv_text(results_rows(runs), RESULTS_COLUMNS), 'optimization_csv': None,
+                       'max_concurrency_meeting_targets': _benchmark.max_concurrency_meeting_targets(sweep) if sweep else None}
+    summary = {'schema': _benchmark_report.SUMMARY_SCHEMA, 'run_id': run_id, 'targets': benchmark_targets(targets), 'hosts': hosts,
+               'grid': None, 'results_csv': _benchmark.csv_text(_benchmark.results_rows(runs), _benchmark.RESULTS_COLUMNS), 'optimization_csv': None,
                'comparison': [dict(run['comparison'], host=run['host'], label=run['label'],
                                    max_concurrency=run['config']['load']['max_concurrency'])
                               for run in runs if run.get('comparison')]}
@@ -135,7 +118,7 @@ def benchmark_summary(runs, targets, points=None, objective=None, run_id=None):
                 if value not in axes.setdefault(name, []):
                     axes[name].append(value)
         summary['grid'] = {'axes': axes, 'objective': objective, 'points': points, 'best': best}
-        summary['optimization_csv'] = csv_text(optimization_rows(points, runs, objective), optimization_columns(points))
+        summary['optimization_csv'] = _benchmark.csv_text(_benchmark.optimization_rows(points, runs, objective), _benchmark.optimization_columns(points))
     return summary
 
 
@@ -145,13 +128,13 @@ def soak_input_problems(values, prefix='vllm_benchmark_soak_', shared_prefix='vl
     naming the variable; [] when they can run. The module checks its options with the same function, so that an
     input accepted here is accepted there."""
     if not isinstance(values, dict):
-        raise AnsibleFilterError('soak_input_problems takes a dict of %s' % ', '.join(SOAK_OPTIONS + LOAD_OPTIONS))
-    unknown = sorted(str(key) for key in values if key not in SOAK_OPTIONS + LOAD_OPTIONS)
+        raise AnsibleFilterError('soak_input_problems takes a dict of %s' % ', '.join(_soak.OPTIONS + _soak.LOAD_OPTIONS))
+    unknown = sorted(str(key) for key in values if key not in _soak.OPTIONS + _soak.LOAD_OPTIONS)
     if unknown:
         raise AnsibleFilterError('soak_input_problems: unknown option(s) %s; the options are %s'
-                                 % (', '.join(unknown), ', '.join(SOAK_OPTIONS + LOAD_OPTIONS)))
+                                 % (', '.join(unknown), ', '.join(_soak.OPTIONS + _soak.LOAD_OPTIONS)))
     names = dict((key, shared_prefix + key) for key in SHARED_LOAD_OPTIONS)
-    return input_problems(values, prefix, names)
+    return _soak.input_problems(values, prefix, names)
 
 
 def benchmark_input_problems(values, prefix='vllm_benchmark_'):
@@ -159,12 +142,12 @@ def benchmark_input_problems(values, prefix='vllm_benchmark_'):
     load's time limits and rate when given (``sample_interval``, ``timeout``, ``request_rate``: the rule module
     vllm_benchmark applies), each problem naming the variable; [] when they can run."""
     required = set(('priority_share', 'priority', 'compare'))
-    if not isinstance(values, dict) or not required <= set(values) or set(values) - required - set(LOAD_NUMBERS):
+    if not isinstance(values, dict) or not required <= set(values) or set(values) - required - set(_benchmark.LOAD_NUMBERS):
         raise AnsibleFilterError('benchmark_input_problems takes a dict of priority_share, priority and compare, and '
-                                 'optionally %s' % ', '.join(LOAD_NUMBERS))
-    return (priority_problems(_from_text(values['priority_share'], float), _from_text(values['priority'], int), prefix)
-            + compare_target_problems(values['compare'], prefix + 'compare')
-            + load_number_problems(values, prefix))
+                                 'optionally %s' % ', '.join(_benchmark.LOAD_NUMBERS))
+    return (_benchmark.priority_problems(_from_text(values['priority_share'], float), _from_text(values['priority'], int), prefix)
+            + _benchmark.compare_target_problems(values['compare'], prefix + 'compare')
+            + _benchmark.load_number_problems(values, prefix))
 
 
 def _from_text(value, kind):
@@ -182,8 +165,8 @@ def benchmark_comparison(run, other, target, quality=None):
     against the second target (``other``): the target without its key, its status and metrics, the ratios candidate
     / baseline, and the candidate's quality record (``quality``: model_quality_info's result, or null)."""
     try:
-        return comparison_record(run, other, target, quality)
-    except BenchmarkError as error:
+        return _benchmark.comparison_record(run, other, target, quality)
+    except _benchmark.BenchmarkError as error:
         raise AnsibleFilterError('benchmark_comparison: %s' % error.msg)
 
 

@@ -14,8 +14,11 @@ from __future__ import annotations
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.kunpeng_ascend.vllm.plugins.filter.benchmark import benchmark_point_config
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.operations import _benchmark_report, _benchmark_role
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.operations._benchmark import BenchmarkError
+from ansible_collections.kunpeng_ascend.vllm.plugins.plugin_utils._lazy_import import lazy_module
+
+_benchmark = lazy_module('operations._benchmark')
+_benchmark_report = lazy_module('operations._benchmark_report')
+_benchmark_role = lazy_module('operations._benchmark_role')
 
 
 def _dict(value, what, name):
@@ -27,7 +30,7 @@ def _dict(value, what, name):
 def _call(name, function, *args):
     try:
         return function(*args)
-    except BenchmarkError as error:
+    except _benchmark.BenchmarkError as error:
         raise AnsibleFilterError('%s: %s' % (name, error.msg))
     except (KeyError, IndexError, TypeError) as error:
         raise AnsibleFilterError('%s: the input lacks or mistypes %s' % (name, error))

@@ -15,7 +15,9 @@ from collections.abc import Mapping
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.serving import _cluster_plan
+from ansible_collections.kunpeng_ascend.vllm.plugins.plugin_utils._lazy_import import lazy_module
+
+_cluster_plan = lazy_module('serving._cluster_plan')
 
 
 def _mapping(name, value):

@@ -12,14 +12,10 @@ from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.operations._doctor import (
-    check_inputs,
-    check_restart_storm,
-    finding_lines,
-    fleet_summary,
-    host_report,
-)
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.common._systemd import parse_show_one
+from ansible_collections.kunpeng_ascend.vllm.plugins.plugin_utils._lazy_import import lazy_module
+
+_doctor = lazy_module('operations._doctor')
+_systemd = lazy_module('common._systemd')
 
 
 def doctor_input_problems(inputs, prefix='doctor_'):
@@ -28,7 +24,7 @@ def doctor_input_problems(inputs, prefix='doctor_'):
     if not isinstance(inputs, dict):
         raise AnsibleFilterError('doctor_input_problems: the input must be a dict of the doctor variables, not %s'
                                  % type(inputs).__name__)
-    return check_inputs(inputs, prefix)
+    return _doctor.check_inputs(inputs, prefix)
 
 
 def restart_storm(show, unit, journal=''):
@@ -36,7 +32,7 @@ def restart_storm(show, unit, journal=''):
     journal (``journal``, ``-o cat``; its last failure lines are quoted)."""
     if not isinstance(show, str) or not isinstance(unit, str) or not isinstance(journal, str):
         raise AnsibleFilterError('restart_storm: the systemctl show output, the unit and the journal must be strings')
-    return check_restart_storm(unit, parse_show_one(show), journal.splitlines())
+    return _doctor.check_restart_storm(unit, _systemd.parse_show_one(show), journal.splitlines())
 
 
 def _result(result, name):
@@ -47,14 +43,14 @@ def _result(result, name):
 
 def doctor_lines(result):
     """One readable line per finding and per compliance item of an ascend_doctor ``result``."""
-    return finding_lines(_result(result, 'doctor_lines'))
+    return _doctor.finding_lines(_result(result, 'doctor_lines'))
 
 
 def doctor_host_report(result, host, compat_waiver, generated):
     """The report (doctor-report/1) of ``host`` from its ascend_doctor ``result``, generated at ``generated``."""
     if not isinstance(_result(result, 'doctor_host_report').get('service'), dict):
         raise AnsibleFilterError('doctor_host_report: the input must be the result of kunpeng_ascend.vllm.ascend_doctor')
-    return host_report(host, result, compat_waiver, generated)
+    return _doctor.host_report(host, result, compat_waiver, generated)
 
 
 def doctor_fleet(hosts, hostvars, generated, result_var='__doctor_result'):
@@ -69,7 +65,7 @@ def doctor_fleet(hosts, hostvars, generated, result_var='__doctor_result'):
         except (KeyError, TypeError, AttributeError):
             result = None
         results[host] = result if isinstance(result, dict) else None
-    return fleet_summary(results, generated)
+    return _doctor.fleet_summary(results, generated)
 
 
 class FilterModule(object):

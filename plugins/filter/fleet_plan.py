@@ -12,7 +12,9 @@ from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.operations import _fleet_plan
+from ansible_collections.kunpeng_ascend.vllm.plugins.plugin_utils._lazy_import import lazy_module
+
+_fleet_plan = lazy_module('operations._fleet_plan')
 
 
 def fleet_plan_checks(plan, roles, stage, install_cann=None, monitoring=False, cluster=False, npu_network=True,

@@ -12,9 +12,13 @@ from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.common._systemd import parse_show_one
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.stack import _cann_plan, _host_roles, _os_tuning
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.stack._stack_upgrade import read_package_record
+from ansible_collections.kunpeng_ascend.vllm.plugins.plugin_utils._lazy_import import lazy_module
+
+_cann_plan = lazy_module('stack._cann_plan')
+_host_roles = lazy_module('stack._host_roles')
+_os_tuning = lazy_module('stack._os_tuning')
+_stack_upgrade = lazy_module('stack._stack_upgrade')
+_systemd = lazy_module('common._systemd')
 
 
 def _mapping(value, name, what):
@@ -134,7 +138,7 @@ def os_tuning_irqbalance_state(show_output):
     """The properties of irqbalance.service that ``systemctl show`` printed."""
     if not isinstance(show_output, str):
         raise AnsibleFilterError('os_tuning_irqbalance_state: the input must be the text systemctl show printed')
-    return parse_show_one(show_output)
+    return _systemd.parse_show_one(show_output)
 
 
 def os_tuning_irqbalance_report(mode, state):
@@ -188,7 +192,7 @@ def stack_package_record_read(slurped):
     if slurped is not None and not isinstance(slurped, dict):
         raise AnsibleFilterError('stack_package_record_read: the input must be the result of the slurp of the record')
     try:
-        return read_package_record(slurped)
+        return _stack_upgrade.read_package_record(slurped)
     except (TypeError, ValueError) as error:
         raise AnsibleFilterError('stack_package_record_read: the record on the host is no JSON object: %s' % error)
 

@@ -12,35 +12,32 @@ from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.operations._monitoring import (
-    MonitoringError,
-    alert_rules,
-    input_problems,
-    prometheus_config,
-)
+from ansible_collections.kunpeng_ascend.vllm.plugins.plugin_utils._lazy_import import lazy_module
+
+_monitoring = lazy_module('operations._monitoring')
 
 
 def _checked(function, *args):
     try:
         return function(*args)
-    except MonitoringError as error:
+    except _monitoring.MonitoringError as error:
         raise AnsibleFilterError(error.msg)
 
 
 def monitoring_input_problems(inputs, prefix='monitoring_'):
     """What is wrong with the role's inputs, each naming its variable; [] when nothing is."""
-    return input_problems(inputs, prefix)
+    return _monitoring.input_problems(inputs, prefix)
 
 
 def monitoring_rules(thresholds):
     """The rule file of the alerts, from the thresholds (the role's monitoring_<key> variables by key)."""
-    return _checked(alert_rules, thresholds)
+    return _checked(_monitoring.alert_rules, thresholds)
 
 
 def monitoring_prometheus_config(vllm_urls, node, node_exporter, prometheus, rule_file, scrape_interval,
                                  evaluation_interval, ca_file=None):
     """prometheus.yml as data."""
-    return _checked(prometheus_config, node, vllm_urls, node_exporter, prometheus, rule_file, scrape_interval,
+    return _checked(_monitoring.prometheus_config, node, vllm_urls, node_exporter, prometheus, rule_file, scrape_interval,
                     evaluation_interval, 'monitoring_vllm_targets', ca_file)
 
 

@@ -12,17 +12,16 @@ from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.operations._monitoring import alert_names
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.operations._monitoring_role import (
-    prometheus_url,
-    service_inputs,
-)
+from ansible_collections.kunpeng_ascend.vllm.plugins.plugin_utils._lazy_import import lazy_module
+
+_monitoring = lazy_module('operations._monitoring')
+_monitoring_role = lazy_module('operations._monitoring_role')
 
 
 def monitoring_service(report, targets=None, unit=None, tls_ca=None):
     """``{'targets', 'unit', 'tls_ca'}`` the role watches: the variables, else vllm_service_report's (``report``)."""
     try:
-        return service_inputs(report, targets, unit, tls_ca)
+        return _monitoring_role.service_inputs(report, targets, unit, tls_ca)
     except (KeyError, TypeError) as error:
         raise AnsibleFilterError('monitoring_service: vllm_service_report lacks or mistypes %s' % error)
 
@@ -30,7 +29,7 @@ def monitoring_service(report, targets=None, unit=None, tls_ca=None):
 def monitoring_prometheus_url(config):
     """Where a client on the node reaches Prometheus, from prometheus.yml as data (monitoring_prometheus_config)."""
     try:
-        return prometheus_url(config)
+        return _monitoring_role.prometheus_url(config)
     except (KeyError, IndexError, TypeError) as error:
         raise AnsibleFilterError('monitoring_prometheus_url: the input must be monitoring_prometheus_config\'s '
                                  'result (%s)' % error)
@@ -38,7 +37,7 @@ def monitoring_prometheus_url(config):
 
 def monitoring_alert_names(_thresholds=None):
     """The names of the alerts of the role's rule file, in its order."""
-    return alert_names()
+    return _monitoring.alert_names()
 
 
 class FilterModule:

@@ -12,7 +12,9 @@ from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.ascend import _network_check
+from ansible_collections.kunpeng_ascend.vllm.plugins.plugin_utils._lazy_import import lazy_module
+
+_network_check = lazy_module('ascend._network_check')
 
 
 def _hosts(hosts, name):

@@ -10,21 +10,19 @@ from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.ascend._network_plan import (
-    HAS_NETADDR,
-    NetworkPlanError,
-    plan_network,
-)
+from ansible_collections.kunpeng_ascend.vllm.plugins.plugin_utils._lazy_import import lazy_module
+
+_network_plan = lazy_module('ascend._network_plan')
 
 
 def npu_network_plan(nodes, cidr=None, per_card_subnets=None, gateway=None, netmask=None):
     """The address plan of the NPU NICs of ``nodes`` (see _network_plan.plan_network)."""
-    if not HAS_NETADDR:
+    if not _network_plan.HAS_NETADDR:
         raise AnsibleFilterError('npu_network_plan: the Python library netaddr is missing on the controller: '
                                  'install it in the Python that runs Ansible (pip install netaddr)')
     try:
-        return plan_network(nodes, cidr=cidr, per_card_subnets=per_card_subnets, gateway=gateway, netmask=netmask)
-    except NetworkPlanError as error:
+        return _network_plan.plan_network(nodes, cidr=cidr, per_card_subnets=per_card_subnets, gateway=gateway, netmask=netmask)
+    except _network_plan.NetworkPlanError as error:
         raise AnsibleFilterError('npu_network_plan: %s' % error) from error
 
 

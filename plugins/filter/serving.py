@@ -11,15 +11,11 @@ from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.serving._deployment import record_of, record_path
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.serving._serving import (
-    PROBE_PATHS,
-    check_inputs,
-    release_of,
-    serving_plan as _plan,
-    tls_paths,
-)
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.common._systemd import env_file_text, parse_env_file
+from ansible_collections.kunpeng_ascend.vllm.plugins.plugin_utils._lazy_import import lazy_module
+
+_deployment = lazy_module('serving._deployment')
+_serving = lazy_module('serving._serving')
+_systemd = lazy_module('common._systemd')
 
 
 def serving_plan(inputs, facts=None):
@@ -29,10 +25,10 @@ def serving_plan(inputs, facts=None):
         raise AnsibleFilterError('serving_plan: the input must be a dict of the vllm_service variables, not %s'
                                  % type(inputs).__name__)
     if facts is None:
-        return {'problems': check_inputs(inputs), 'probe_paths': list(PROBE_PATHS)}
+        return {'problems': _serving.check_inputs(inputs), 'probe_paths': list(_serving.PROBE_PATHS)}
     if not isinstance(facts, dict):
         raise AnsibleFilterError('serving_plan: facts must be a dict, not %s' % type(facts).__name__)
-    return _plan(inputs, facts)
+    return _serving.serving_plan(inputs, facts)
 
 
 def vllm_ascend_release(image=None, pip_packages=None, version=None, mode='auto'):
@@ -48,21 +44,21 @@ def vllm_ascend_release(image=None, pip_packages=None, version=None, mode='auto'
         raise AnsibleFilterError('vllm_ascend_release: mode must be auto, native or container, not %r' % (mode,))
     if mode == 'auto':
         mode = 'container' if image else 'native'
-    return release_of(image, pip_packages, version, mode)
+    return _serving.release_of(image, pip_packages, version, mode)
 
 
 def deployment_record(plan, model):
     """``{'path', 'content'}``: where the deployment record of ``plan`` (vllm_service_plan) goes, and what it holds."""
     if not isinstance(plan, dict) or not all(key in plan for key in ('name', 'unit', 'mode')):
         raise AnsibleFilterError('deployment_record: the input must be the serving plan (vllm_service_plan)')
-    return {'path': record_path(plan['name']), 'content': record_of(plan, model)}
+    return {'path': _deployment.record_path(plan['name']), 'content': _deployment.record_of(plan, model)}
 
 
 def vllm_service_tls_paths(name):
     """``{'cert', 'key', 'ca', 'dir'}``: where role vllm_service puts service ``name``'s TLS files on the node."""
     if not isinstance(name, str) or not name:
         raise AnsibleFilterError('vllm_service_tls_paths: the input must be the service name, not %r' % (name,))
-    return tls_paths(name)
+    return _serving.tls_paths(name)
 
 
 def systemd_env_file(values, numbers=False):
@@ -73,7 +69,7 @@ def systemd_env_file(values, numbers=False):
         values = dict((name, str(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else value)
                       for name, value in values.items())
     try:
-        return env_file_text(values)
+        return _systemd.env_file_text(values)
     except ValueError as error:
         # The message names the variable, never its value (it may be the API key).
         raise AnsibleFilterError('systemd_env_file: %s' % error)
@@ -84,7 +80,7 @@ def systemd_env_values(text):
     if not isinstance(text, str):
         raise AnsibleFilterError('systemd_env_values: the input must be the text of an environment file, not %s'
                                  % type(text).__name__)
-    return parse_env_file(text)
+    return _systemd.parse_env_file(text)
 
 
 class FilterModule(object):

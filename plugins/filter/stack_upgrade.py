@@ -11,14 +11,10 @@ from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.serving._model_rollout import choose_model_dir
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.stack._stack_upgrade import (
-    missing_message,
-    package_record,
-    previous_packages,
-    rollback_plan,
-    upgrade_steps,
-)
+from ansible_collections.kunpeng_ascend.vllm.plugins.plugin_utils._lazy_import import lazy_module
+
+_model_rollout = lazy_module('serving._model_rollout')
+_stack_upgrade = lazy_module('stack._stack_upgrade')
 
 
 def _mapping(value, name, what):
@@ -30,8 +26,8 @@ def _mapping(value, name, what):
 def stack_upgrade_steps(installed, wanted):
     """The steps of an upgrade from the ``installed`` versions to the ``wanted`` ones."""
     try:
-        return upgrade_steps(_mapping(installed, 'stack_upgrade_steps', 'the input (the installed versions)'),
-                             _mapping(wanted, 'stack_upgrade_steps', 'wanted (the versions to install)'))
+        return _stack_upgrade.upgrade_steps(_mapping(installed, 'stack_upgrade_steps', 'the input (the installed versions)'),
+                                            _mapping(wanted, 'stack_upgrade_steps', 'wanted (the versions to install)'))
     except ValueError as error:
         raise AnsibleFilterError('stack_upgrade_steps: %s' % error)
 
@@ -42,17 +38,17 @@ def stack_previous_packages(installed, files, arch=None, chip=None, where=()):
     if not isinstance(files, (list, tuple)):
         raise AnsibleFilterError('stack_previous_packages: files must be a list of paths')
     try:
-        result = previous_packages(installed, files, arch=arch, chip=chip)
+        result = _stack_upgrade.previous_packages(installed, files, arch=arch, chip=chip)
     except ValueError as error:
         raise AnsibleFilterError('stack_previous_packages: %s' % error)
-    result['message'] = missing_message(result['missing'], list(where or ()))
+    result['message'] = _stack_upgrade.missing_message(result['missing'], list(where or ()))
     return result
 
 
 def stack_package_record(old, version, packages):
     """The record of the installed packages after installing ``version`` from ``packages``; ``old`` the one before."""
     try:
-        return package_record(old, version, _mapping(packages or {}, 'stack_package_record', 'packages'))
+        return _stack_upgrade.package_record(old, version, _mapping(packages or {}, 'stack_package_record', 'packages'))
     except ValueError as error:
         raise AnsibleFilterError('stack_package_record: %s' % error)
 
@@ -61,12 +57,13 @@ def stack_rollback_plan(target, installed, found=None, where=()):
     """How a node goes back from the ``installed`` versions to the ``target`` ones with the package files ``found``,
     and what is missing (with a message naming the folders ``where``)."""
     try:
-        result = rollback_plan(_mapping(target or {}, 'stack_rollback_plan', 'the input (the stack to go back to)'),
-                               _mapping(installed, 'stack_rollback_plan', 'installed (the installed versions)'),
-                               _mapping(found or {}, 'stack_rollback_plan', 'found (the package files)'))
+        result = _stack_upgrade.rollback_plan(
+            _mapping(target or {}, 'stack_rollback_plan', 'the input (the stack to go back to)'),
+            _mapping(installed, 'stack_rollback_plan', 'installed (the installed versions)'),
+            _mapping(found or {}, 'stack_rollback_plan', 'found (the package files)'))
     except ValueError as error:
         raise AnsibleFilterError('stack_rollback_plan: %s' % error)
-    result['message'] = missing_message(result['missing'], list(where or ()), result['unknown'])
+    result['message'] = _stack_upgrade.missing_message(result['missing'], list(where or ()), result['unknown'])
     # What is not known alone, for a check before the drain that the missing files cannot be yet.
     result['unknown_message'] = '; '.join(item['message'] for item in result['unknown'])
     return result
@@ -78,7 +75,7 @@ def model_dir_choice(files, root, manifests=None, links=None):
     if not isinstance(files, (list, tuple)):
         raise AnsibleFilterError("model_dir_choice: the input must be the list of files (ansible.builtin.find's files)")
     try:
-        return choose_model_dir(root, files, manifests, links)
+        return _model_rollout.choose_model_dir(root, files, manifests, links)
     except ValueError as error:
         raise AnsibleFilterError('model_dir_choice: %s' % error)
 

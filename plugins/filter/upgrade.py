@@ -12,9 +12,11 @@ from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.common._bounded_wait import tries_for
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.serving._known_good import current_summary
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.stack import _upgrade_inputs
+from ansible_collections.kunpeng_ascend.vllm.plugins.plugin_utils._lazy_import import lazy_module
+
+_bounded_wait = lazy_module('common._bounded_wait')
+_known_good = lazy_module('serving._known_good')
+_upgrade_inputs = lazy_module('stack._upgrade_inputs')
 
 
 def _list(value, name, what):
@@ -74,14 +76,14 @@ def stack_rollback_packages(needs, records, found_files, dirs, npu_devices=()):
 
 def known_good_current(local_facts, name):
     """The summary of service ``name``'s current known good in the local facts, or {}."""
-    return current_summary(local_facts, name)
+    return _known_good.current_summary(local_facts, name)
 
 
 def wait_retries(timeout, delay):
     """The retries of an until loop ``delay`` seconds apart that waits ``timeout`` seconds: the tries of a bounded
     wait but the first."""
     try:
-        return tries_for(float(timeout), float(delay)) - 1
+        return _bounded_wait.tries_for(float(timeout), float(delay)) - 1
     except (TypeError, ValueError, OverflowError) as error:
         raise AnsibleFilterError('wait_retries: a timeout of %r s every %r s: %s' % (timeout, delay, error))
 

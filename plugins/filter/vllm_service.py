@@ -13,8 +13,10 @@ from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.serving import _vllm_service as _service
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.serving._serving import PROBE_PATHS
+from ansible_collections.kunpeng_ascend.vllm.plugins.plugin_utils._lazy_import import lazy_module
+
+_service = lazy_module('serving._vllm_service')
+_serving = lazy_module('serving._serving')
 
 
 def _dict(value, what, name):
@@ -43,7 +45,7 @@ def vllm_service_environment(environment, key=''):
 def vllm_service_probe_argv(inputs):
     """The argv of the host probe of preflight, from the role's ``inputs`` (user, api_key_file)."""
     inputs = _dict(inputs, 'the input', 'vllm_service_probe_argv')
-    return _service.probe_argv(inputs.get('user'), inputs.get('api_key_file'), PROBE_PATHS)
+    return _service.probe_argv(inputs.get('user'), inputs.get('api_key_file'), _serving.PROBE_PATHS)
 
 
 def vllm_service_probe_facts(lines):

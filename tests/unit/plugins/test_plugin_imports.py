@@ -21,6 +21,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 # What the controller-side plugins may import when they load, besides the standard library: Ansible itself, the
 # collection, and what ansible-core needs anyway (Jinja2, PyYAML, MarkupSafe), and netaddr, small, which the
@@ -39,17 +41,24 @@ for path in sorted(glob.glob(os.path.join(sys.argv[1], 'plugins', '*', '*.py')))
         continue
     ahead = set(sys.modules)
     importlib.import_module('ansible_collections.kunpeng_ascend.vllm.plugins.%s.%s' % (kind, name))
-    loaded[kind + '/' + name] = sorted({module.split('.')[0] for module in set(sys.modules) - ahead})
+    loaded[kind + '/' + name] = sorted(set(sys.modules) - ahead)
 print(json.dumps({'plugins': loaded, 'stdlib': sorted(sys.stdlib_module_names)}))
 """
 
 
 def _imports_by_plugin():
-    """For each filter, test and lookup plugin: the top-level modules its import added, in a fresh interpreter."""
+    """For each filter, test and lookup plugin: the modules its import added, in a fresh interpreter."""
     run = subprocess.run([sys.executable, '-c', IMPORT_ALL, REPO], capture_output=True, text=True, check=True,
                          env=dict(os.environ, PYTHONDONTWRITEBYTECODE='1'))
     answer = json.loads(run.stdout)
     return answer['plugins'], set(answer['stdlib'])
+
+
+def _fresh_python(*lines):
+    """The words ``lines`` of Python print, run in a fresh interpreter with sys imported."""
+    run = subprocess.run([sys.executable, '-c', '\n'.join(('import sys',) + lines)], capture_output=True, text=True,
+                         check=True)
+    return run.stdout.split()
 
 
 def test_every_plugin_file_is_imported():
@@ -62,20 +71,42 @@ def test_every_plugin_file_is_imported():
 
 def test_no_plugin_imports_a_heavy_library_when_it_loads():
     plugins, stdlib = _imports_by_plugin()
-    heavy = {plugin: sorted(set(modules) - ALLOWED - stdlib) for plugin, modules in plugins.items()}
+    heavy = {plugin: sorted({module.split('.')[0] for module in modules} - ALLOWED - stdlib)
+             for plugin, modules in plugins.items()}
     assert {plugin: modules for plugin, modules in heavy.items() if modules} == {}
+
+
+def test_no_filter_or_test_plugin_imports_module_utils_when_it_loads():
+    """A worker that looks for a filter loads the filter files before it in name order: they must cost it only their
+    own code (plugin_utils/_lazy_import.py), not the module_utils of filters it does not call."""
+    plugins = _imports_by_plugin()[0]
+    module_utils = 'ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.'
+    imported = {plugin: [module for module in modules if module.startswith(module_utils)]
+                for plugin, modules in plugins.items() if not plugin.startswith('lookup/')}
+    assert {plugin: modules for plugin, modules in imported.items() if modules} == {}
+
+
+def test_a_lazy_module_imports_on_first_use_and_says_what_it_stands_for():
+    from ansible_collections.kunpeng_ascend.vllm.plugins.plugin_utils._lazy_import import lazy_module
+    assert _fresh_python('from ansible_collections.kunpeng_ascend.vllm.plugins.plugin_utils._lazy_import import lazy_module',
+                         'name = "ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.common._version"',
+                         'version = lazy_module("common._version")',
+                         'print(name in sys.modules, version.is_ascend_version("8.1.RC1"), name in sys.modules)') == [
+        'False', 'True', 'True']
+    assert repr(lazy_module('common._version')) == (
+        '<module ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.common._version, imported on first use>')
+    missing = lazy_module('common._no_such_file')
+    with pytest.raises(ImportError):
+        missing.anything  # pylint: disable=pointless-statement
 
 
 def test_the_benchmark_report_imports_matplotlib_only_to_draw():
     """The rule above holds by the report's lazy import, not by chance: importing the report's module_utils does not
     import matplotlib, and a report still finds it when it draws."""
-    code = ('import sys\n'
-            'from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.operations import _benchmark_report as r\n'
-            'loaded = "matplotlib" in sys.modules\n'
-            'error = r.matplotlib_import_error()\n'
-            'print(loaded, error is None, "matplotlib" in sys.modules)\n')
-    run = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, check=True)
-    assert run.stdout.split() == ['False', 'True', 'True']
+    assert _fresh_python('from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.operations import _benchmark_report',
+                         'loaded = "matplotlib" in sys.modules',
+                         'error = _benchmark_report.matplotlib_import_error()',
+                         'print(loaded, error is None, "matplotlib" in sys.modules)') == ['False', 'True', 'True']
 
 
 def test_without_matplotlib_the_report_gives_the_import_traceback(monkeypatch):

@@ -13,6 +13,7 @@ import pytest
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.kunpeng_ascend.vllm.plugins.filter import benchmark
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.operations._benchmark import RESULTS_COLUMNS
 
 SERVICE_PARAMS = ['max_num_seqs', 'dtype', 'extra_args', 'enforce_eager']
 
@@ -144,7 +145,7 @@ def test_a_points_configuration_sets_serving_variables_and_appends_options():
 
 
 def run(point, status, throughput, concurrency=4, host='node1'):
-    metrics = dict.fromkeys(benchmark.RESULTS_COLUMNS[5:])
+    metrics = dict.fromkeys(RESULTS_COLUMNS[5:])
     metrics['output_throughput'] = throughput
     return {'host': host, 'label': 'p%d-c%d' % (point, concurrency), 'status': status,
             'grid_point': {'index': point, 'params': {}} if point else None,

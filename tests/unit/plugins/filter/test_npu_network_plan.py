@@ -16,6 +16,7 @@ import yaml
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.kunpeng_ascend.vllm.plugins.filter import npu_network_plan as plugin
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.ascend import _network_plan
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.ascend._network_plan import plan_network
 from ansible_collections.kunpeng_ascend.vllm.tests.helpers import ansible_debug
 
@@ -61,7 +62,7 @@ def test_a_network_not_for_hosts_or_netmask_0_is_refused_by_the_variable_set(pla
 
 
 def test_without_netaddr_the_error_says_what_to_install(monkeypatch):
-    monkeypatch.setattr(plugin, 'HAS_NETADDR', False)
+    monkeypatch.setattr(_network_plan, 'HAS_NETADDR', False)
     with pytest.raises(AnsibleFilterError) as raised:
         plugin.npu_network_plan(NODES, cidr='10.20.0.0/16')
     assert str(raised.value) == ('npu_network_plan: the Python library netaddr is missing on the controller: install it '

@@ -88,9 +88,22 @@ promtool:
 serving-image: images vllm-assets
 	$(TOOLS)/build-serving-image.sh
 
+# Beside it, the two collections of the venv's ansible package the scenarios use: Molecule's Ansible looks for
+# collections in .cache only (ANSIBLE_COLLECTIONS_SCAN_SYS_PATH in .config/molecule/config.yml), because Mitogen lists
+# every installed collection, reading each one's metadata, for each module it runs (the ansible package has about a
+# hundred: 9 to 15 % of the controller's CPU of a converged site.yml).
+SCENARIO_COLLECTIONS := ansible/posix containers/podman
 link:
 	@mkdir -p $(dir $(COLLECTION_LINK))
 	@test -L $(COLLECTION_LINK) || ln -s ../../.. $(COLLECTION_LINK)
+	@if [ -x $(VENV)/bin/python ]; then \
+	  site=$$($(VENV)/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])'); \
+	  for name in $(SCENARIO_COLLECTIONS); do \
+	    test -d "$$site/ansible_collections/$$name" || { echo "make link: $$name is not in the venv ($$site)" >&2; exit 1; }; \
+	    mkdir -p .cache/ansible_collections/$$(dirname $$name); \
+	    ln -sfn "$$site/ansible_collections/$$name" .cache/ansible_collections/$$name; \
+	  done; \
+	fi
 
 lint: venv link
 	$(TOOLS)/run-tests.sh lint

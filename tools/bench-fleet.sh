@@ -57,6 +57,9 @@ cleanup() {
 trap cleanup EXIT
 
 export ANSIBLE_COLLECTIONS_PATH=${ANSIBLE_COLLECTIONS_PATH:-$repo/.cache}
+# As in Molecule's scenarios: the collections of that path only, not the hundred of the venv's ansible package, which
+# Mitogen would list for each module it runs (a fleet's controller has the collections it uses).
+export ANSIBLE_COLLECTIONS_SCAN_SYS_PATH=false
 export ANSIBLE_CONNECTION_PLUGINS=$repo/molecule/shared/plugins/connection
 export ANSIBLE_PIPELINING=true ANSIBLE_FORKS=$forks
 if [ "$strategy" = mitogen ]; then

@@ -52,6 +52,9 @@ if [ "${DEMO_MITOGEN:-1}" != 0 ]; then
   # How a user enables Mitogen: its strategy plugins, found in the installed package.
   ANSIBLE_STRATEGY_PLUGINS=$(python -c 'import ansible_mitogen, os; print(os.path.join(os.path.dirname(ansible_mitogen.__file__), "plugins", "strategy"))')
   export ANSIBLE_STRATEGY_PLUGINS ANSIBLE_STRATEGY=mitogen_linear
+  # Only the collections in .cache (this one, and ansible.posix that os_tuning uses, linked by make link): Mitogen
+  # lists every installed collection for each module it runs, and the venv's ansible package has about a hundred.
+  export ANSIBLE_COLLECTIONS_SCAN_SYS_PATH=false
   mode="Mitogen (mitogen_linear)"
   note="ansible-core warns at every run that strategy plugins outside ansible.builtin are deprecated: that is Mitogen's (docs/testing.md, \"Mitogen\")."
 else

@@ -27,6 +27,9 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.a
 # What the controller-side plugins may import when they load, besides the standard library: Ansible itself, the
 # collection, and what ansible-core needs anyway (Jinja2, PyYAML, MarkupSafe), and netaddr, small, which the
 # network plan's filter uses.
+# The fresh interpreters find the collection as pytest does (pytest.ini's pythonpath).
+FRESH_ENV = dict(os.environ, PYTHONDONTWRITEBYTECODE='1',
+                 PYTHONPATH=os.pathsep.join([os.path.join(REPO, '.cache')] + [path for path in [os.environ.get('PYTHONPATH')] if path]))
 ALLOWED = {'ansible', 'ansible_collections', 'jinja2', 'yaml', 'markupsafe', 'netaddr', '_yaml'}
 
 IMPORT_ALL = """
@@ -48,8 +51,7 @@ print(json.dumps({'plugins': loaded, 'stdlib': sorted(sys.stdlib_module_names)})
 
 def _imports_by_plugin():
     """For each filter, test and lookup plugin: the modules its import added, in a fresh interpreter."""
-    run = subprocess.run([sys.executable, '-c', IMPORT_ALL, REPO], capture_output=True, text=True, check=True,
-                         env=dict(os.environ, PYTHONDONTWRITEBYTECODE='1'))
+    run = subprocess.run([sys.executable, '-c', IMPORT_ALL, REPO], capture_output=True, text=True, check=True, env=FRESH_ENV)
     answer = json.loads(run.stdout)
     return answer['plugins'], set(answer['stdlib'])
 
@@ -57,7 +59,7 @@ def _imports_by_plugin():
 def _fresh_python(*lines):
     """The words ``lines`` of Python print, run in a fresh interpreter with sys imported."""
     run = subprocess.run([sys.executable, '-c', '\n'.join(('import sys',) + lines)], capture_output=True, text=True,
-                         check=True)
+                         check=True, env=FRESH_ENV)
     return run.stdout.split()
 
 

@@ -105,9 +105,11 @@ def benchmark_summary(runs, targets, points=None, objective=None, run_id=None):
             run for run in mine if best and run['grid_point']['index'] == best['index']]
         hosts[host] = {'status': 'PASS' if all(run['status'] == 'PASS' for run in mine) else 'FAIL',
                        'runs': len(mine),
-                       'max_concurrency_meeting_targets': _benchmark.max_concurrency_meeting_targets(sweep) if sweep else None}
-    summary = {'schema': _benchmark_report.SUMMARY_SCHEMA, 'run_id': run_id, 'targets': benchmark_targets(targets), 'hosts': hosts,
-               'grid': None, 'results_csv': _benchmark.csv_text(_benchmark.results_rows(runs), _benchmark.RESULTS_COLUMNS), 'optimization_csv': None,
+                       'max_concurrency_meeting_targets':
+                           _benchmark.max_concurrency_meeting_targets(sweep) if sweep else None}
+    summary = {'schema': _benchmark_report.SUMMARY_SCHEMA, 'run_id': run_id, 'targets': benchmark_targets(targets),
+               'hosts': hosts, 'grid': None, 'optimization_csv': None,
+               'results_csv': _benchmark.csv_text(_benchmark.results_rows(runs), _benchmark.RESULTS_COLUMNS),
                'comparison': [dict(run['comparison'], host=run['host'], label=run['label'],
                                    max_concurrency=run['config']['load']['max_concurrency'])
                               for run in runs if run.get('comparison')]}
@@ -118,7 +120,8 @@ def benchmark_summary(runs, targets, points=None, objective=None, run_id=None):
                 if value not in axes.setdefault(name, []):
                     axes[name].append(value)
         summary['grid'] = {'axes': axes, 'objective': objective, 'points': points, 'best': best}
-        summary['optimization_csv'] = _benchmark.csv_text(_benchmark.optimization_rows(points, runs, objective), _benchmark.optimization_columns(points))
+        summary['optimization_csv'] = _benchmark.csv_text(_benchmark.optimization_rows(points, runs, objective),
+                                                          _benchmark.optimization_columns(points))
     return summary
 
 
@@ -127,12 +130,13 @@ def soak_input_problems(values, prefix='vllm_benchmark_soak_', shared_prefix='vl
     the soak's own without ``prefix``, the load's input_len and output_len without ``shared_prefix``), each problem
     naming the variable; [] when they can run. The module checks its options with the same function, so that an
     input accepted here is accepted there."""
+    options = _soak.OPTIONS + _soak.LOAD_OPTIONS
     if not isinstance(values, dict):
-        raise AnsibleFilterError('soak_input_problems takes a dict of %s' % ', '.join(_soak.OPTIONS + _soak.LOAD_OPTIONS))
-    unknown = sorted(str(key) for key in values if key not in _soak.OPTIONS + _soak.LOAD_OPTIONS)
+        raise AnsibleFilterError('soak_input_problems takes a dict of %s' % ', '.join(options))
+    unknown = sorted(str(key) for key in values if key not in options)
     if unknown:
         raise AnsibleFilterError('soak_input_problems: unknown option(s) %s; the options are %s'
-                                 % (', '.join(unknown), ', '.join(_soak.OPTIONS + _soak.LOAD_OPTIONS)))
+                                 % (', '.join(unknown), ', '.join(options)))
     names = dict((key, shared_prefix + key) for key in SHARED_LOAD_OPTIONS)
     return _soak.input_problems(values, prefix, names)
 
@@ -142,10 +146,12 @@ def benchmark_input_problems(values, prefix='vllm_benchmark_'):
     load's time limits and rate when given (``sample_interval``, ``timeout``, ``request_rate``: the rule module
     vllm_benchmark applies), each problem naming the variable; [] when they can run."""
     required = set(('priority_share', 'priority', 'compare'))
-    if not isinstance(values, dict) or not required <= set(values) or set(values) - required - set(_benchmark.LOAD_NUMBERS):
+    load_numbers = _benchmark.LOAD_NUMBERS
+    if not isinstance(values, dict) or not required <= set(values) or set(values) - required - set(load_numbers):
         raise AnsibleFilterError('benchmark_input_problems takes a dict of priority_share, priority and compare, and '
-                                 'optionally %s' % ', '.join(_benchmark.LOAD_NUMBERS))
-    return (_benchmark.priority_problems(_from_text(values['priority_share'], float), _from_text(values['priority'], int), prefix)
+                                 'optionally %s' % ', '.join(load_numbers))
+    share, priority = _from_text(values['priority_share'], float), _from_text(values['priority'], int)
+    return (_benchmark.priority_problems(share, priority, prefix)
             + _benchmark.compare_target_problems(values['compare'], prefix + 'compare')
             + _benchmark.load_number_problems(values, prefix))
 

@@ -37,8 +37,8 @@ def monitoring_rules(thresholds):
 def monitoring_prometheus_config(vllm_urls, node, node_exporter, prometheus, rule_file, scrape_interval,
                                  evaluation_interval, ca_file=None):
     """prometheus.yml as data."""
-    return _checked(_monitoring.prometheus_config, node, vllm_urls, node_exporter, prometheus, rule_file, scrape_interval,
-                    evaluation_interval, 'monitoring_vllm_targets', ca_file)
+    return _checked(_monitoring.prometheus_config, node, vllm_urls, node_exporter, prometheus, rule_file,
+                    scrape_interval, evaluation_interval, 'monitoring_vllm_targets', ca_file)
 
 
 class FilterModule:

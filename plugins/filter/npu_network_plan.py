@@ -21,7 +21,8 @@ def npu_network_plan(nodes, cidr=None, per_card_subnets=None, gateway=None, netm
         raise AnsibleFilterError('npu_network_plan: the Python library netaddr is missing on the controller: '
                                  'install it in the Python that runs Ansible (pip install netaddr)')
     try:
-        return _network_plan.plan_network(nodes, cidr=cidr, per_card_subnets=per_card_subnets, gateway=gateway, netmask=netmask)
+        return _network_plan.plan_network(nodes, cidr=cidr, per_card_subnets=per_card_subnets, gateway=gateway,
+                                          netmask=netmask)
     except _network_plan.NetworkPlanError as error:
         raise AnsibleFilterError('npu_network_plan: %s' % error) from error
 

@@ -26,8 +26,9 @@ def _mapping(value, name, what):
 def stack_upgrade_steps(installed, wanted):
     """The steps of an upgrade from the ``installed`` versions to the ``wanted`` ones."""
     try:
-        return _stack_upgrade.upgrade_steps(_mapping(installed, 'stack_upgrade_steps', 'the input (the installed versions)'),
-                                            _mapping(wanted, 'stack_upgrade_steps', 'wanted (the versions to install)'))
+        return _stack_upgrade.upgrade_steps(
+            _mapping(installed, 'stack_upgrade_steps', 'the input (the installed versions)'),
+            _mapping(wanted, 'stack_upgrade_steps', 'wanted (the versions to install)'))
     except ValueError as error:
         raise AnsibleFilterError('stack_upgrade_steps: %s' % error)
 

@@ -45,9 +45,10 @@ from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.operations._be
 def matplotlib_import_error():
     """None when matplotlib imports, else the traceback of its import.
 
-    Imported here, on first use, never when this file is imported: the filter plugins import this file for its schema
-    names, and Ansible loads every filter plugin of the collection in each worker process, one per task and host;
-    matplotlib's import there was about half the controller's CPU time of a site.yml run."""
+    Imported here, on first use, never when this file is imported: filter plugins use this file for its schema names,
+    and Ansible loads the collection's filter files (in name order, until one has the filter asked for) in each worker
+    process, one per task and host; matplotlib's import there was about half the controller's CPU time of a site.yml
+    run."""
     try:
         _matplotlib()
     except ImportError:

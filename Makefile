@@ -93,17 +93,15 @@ serving-image: images vllm-assets
 # every installed collection, reading each one's metadata, for each module it runs (the ansible package has about a
 # hundred: 9 to 15 % of the controller's CPU of a converged site.yml).
 SCENARIO_COLLECTIONS := ansible/posix containers/podman
-link:
+link: venv
 	@mkdir -p $(dir $(COLLECTION_LINK))
 	@test -L $(COLLECTION_LINK) || ln -s ../../.. $(COLLECTION_LINK)
-	@if [ -x $(VENV)/bin/python ]; then \
-	  site=$$($(VENV)/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])'); \
-	  for name in $(SCENARIO_COLLECTIONS); do \
-	    test -d "$$site/ansible_collections/$$name" || { echo "make link: $$name is not in the venv ($$site)" >&2; exit 1; }; \
-	    mkdir -p .cache/ansible_collections/$$(dirname $$name); \
-	    ln -sfn "$$site/ansible_collections/$$name" .cache/ansible_collections/$$name; \
-	  done; \
-	fi
+	@site=$$($(VENV)/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])'); \
+	for name in $(SCENARIO_COLLECTIONS); do \
+	  test -d "$$site/ansible_collections/$$name" || { echo "make link: $$name is not in the venv ($$site)" >&2; exit 1; }; \
+	  mkdir -p .cache/ansible_collections/$$(dirname $$name); \
+	  ln -sfn "$$site/ansible_collections/$$name" .cache/ansible_collections/$$name; \
+	done
 
 lint: venv link
 	$(TOOLS)/run-tests.sh lint

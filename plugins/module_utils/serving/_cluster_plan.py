@@ -42,6 +42,8 @@ NODE_KEYS = ('host', 'address', 'nic', 'ipv4', 'npu_ids', 'npus', 'has_npus', 'd
 RAY_WAIT_DELAY = 3
 # `ray status` lists the active nodes as "<count> node_<id>" lines.
 _RAY_NODES = re.compile(r'(?m)^\s*(\d+)\s+node_')
+# A pin's extras, such as [default] in ray[default]==2.56.1.
+_RAY_PIN_EXTRAS = re.compile(r'\[[^\]]*\](?===)')
 
 
 def service_inputs(backend):
@@ -215,12 +217,14 @@ def cluster_plan(nodes, parts, inputs, serving_plan):
 def ray_pip_install(pip_list, pins, venv, wheelhouse=None):
     """What pip installs into Ray's venv: ``pip_list`` is ``pip list --format=json``'s output ('' or None when the
     venv has no pip yet: nothing installed), ``pins`` vllm_cluster_ray_pip_packages. A pin counts as installed when its
-    name (lower case, runs of - _ . as one -) and version are exactly an installed package's. Returns ``missing`` (the
-    pins not installed, as compared) and ``argv`` (pip's command installing them, offline from ``wheelhouse``
-    when set). ValueError when pip printed something that is not JSON."""
+    name (lower case, runs of - _ . as one -) and version are exactly an installed package's; a pin's extras
+    (``ray[default]==2.56.1``) are not compared, as pip list names no extras: the run that installed that version
+    installed them. Returns ``missing`` (the pins not installed, as compared, extras kept) and ``argv`` (pip's command
+    installing them, offline from ``wheelhouse`` when set). ValueError when pip printed something that is not JSON."""
     installed = json.loads(pip_list or '[]')
     have = set('%s==%s' % (re.sub('[-_.]+', '-', item['name'].lower()), item['version']) for item in installed)
-    missing = [pin for pin in (re.sub('[-_.]+(?=[^=]*==)', '-', pin.lower()) for pin in pins) if pin not in have]
+    missing = [pin for pin in (re.sub('[-_.]+(?=[^=]*==)', '-', pin.lower()) for pin in pins)
+               if _RAY_PIN_EXTRAS.sub('', pin) not in have]
     argv = ['%s/bin/python' % venv, '-m', 'pip', 'install', '--disable-pip-version-check', '--quiet']
     if wheelhouse is not None:
         argv += ['--no-index', '--find-links', wheelhouse]

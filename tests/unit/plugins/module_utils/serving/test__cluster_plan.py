@@ -281,7 +281,11 @@ def test_the_plan_reads_only_its_documented_keys():
     ('[{"name": "ray", "version": "2.56.1"}]', ['ray==2.56.1'], []),
     ('[{"name": "ray", "version": "2.55.0"}]', ['ray==2.56.1'], ['ray==2.56.1']),
     ('[{"name": "Typing_Extensions", "version": "4.12.2"}]', ['typing.extensions==4.12.2'], []),
-    ('[{"name": "ray", "version": "2.56.1"}]', ['ray[default]==2.56.1'], ['ray[default]==2.56.1']),
+    # pip list names no extras: a pin with extras is installed when its package is, at its version (a second run
+    # installs nothing), and installed with its extras when it is not.
+    ('[{"name": "ray", "version": "2.56.1"}]', ['ray[default]==2.56.1'], []),
+    ('[{"name": "ray", "version": "2.55.0"}]', ['Ray[Default]==2.56.1'], ['ray[default]==2.56.1']),
+    ('[]', ['ray[default,client]==2.56.1', 'ray-cpp==2.56.1'], ['ray[default,client]==2.56.1', 'ray-cpp==2.56.1']),
 ])
 def test_ray_s_venv_installs_the_pins_not_installed_at_their_version(pip_list, pins, missing):
     result = ray_pip_install(pip_list, pins, '/opt/vllm/venv')

@@ -5,7 +5,8 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 
 """The host roles' filters (each documented in its own .yml): the decisions of package_fetch, container_runtime and
-npu_driver, which module_utils/stack/_host_roles.py makes, and os_tuning's settings and live plan
+npu_driver, which module_utils/stack/_host_roles.py makes, container_runtime's input checks
+(module_utils/stack/_container_runtime_inputs.py), and os_tuning's settings and live plan
 (module_utils/stack/_os_tuning.py), and cann's plan (module_utils/stack/_cann_plan.py)."""
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from ansible.errors import AnsibleFilterError
 from ansible_collections.kunpeng_ascend.vllm.plugins.plugin_utils._lazy_import import lazy_module
 
 _cann_plan = lazy_module('stack._cann_plan')
+_container_runtime_inputs = lazy_module('stack._container_runtime_inputs')
 _host_roles = lazy_module('stack._host_roles')
 _os_tuning = lazy_module('stack._os_tuning')
 _stack_upgrade = lazy_module('stack._stack_upgrade')
@@ -47,6 +49,15 @@ def containerd_config_version(version_output):
     if version_output is not None and not isinstance(version_output, str):
         raise AnsibleFilterError('containerd_config_version: the input must be the text of containerd --version')
     return _host_roles.containerd_config_version(version_output)
+
+
+def container_runtime_input_problems(inputs):
+    """The problems of role container_runtime's ``inputs`` (its variables without their prefix), each naming the
+    variable (module_utils/stack/_container_runtime_inputs.py); empty when every input is fine."""
+    if not isinstance(inputs, dict):
+        raise AnsibleFilterError('container_runtime_input_problems: the input must be a dict of the container_runtime '
+                                 'variables, not %s' % type(inputs).__name__)
+    return _container_runtime_inputs.input_problems(inputs)
 
 
 def container_runtime_report(engine, info, runtime_name, ascend_runtime, default_runtime, predict=False):
@@ -205,6 +216,7 @@ class FilterModule(object):
             'package_fetch_target': package_fetch_target,
             'containerd_config_version': containerd_config_version,
             'container_runtime_report': container_runtime_report,
+            'container_runtime_input_problems': container_runtime_input_problems,
             'npu_driver_state': npu_driver_state,
             'npu_driver_after': npu_driver_after,
             'npu_driver_skip_checks': npu_driver_skip_checks,

@@ -4,16 +4,20 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
 
-"""The serving_plan filter and its companions (each documented in its own .yml): the deployment record, the release
-rule, the TLS paths, and the environment file of a service written and read back as systemd reads it."""
+"""The serving_plan filter and its companions (each documented in its own .yml): the role's input checks, the
+deployment record, the release rule, the TLS paths, and the environment file of a service written and read back as
+systemd reads it."""
 
 from __future__ import annotations
+
+import datetime
 
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.kunpeng_ascend.vllm.plugins.plugin_utils._lazy_import import lazy_module
 
 _deployment = lazy_module('serving._deployment')
+_plan_checks = lazy_module('serving._plan_checks')
 _serving = lazy_module('serving._serving')
 _systemd = lazy_module('common._systemd')
 
@@ -29,6 +33,24 @@ def serving_plan(inputs, facts=None):
     if not isinstance(facts, dict):
         raise AnsibleFilterError('serving_plan: facts must be a dict, not %s' % type(facts).__name__)
     return _serving.serving_plan(inputs, facts)
+
+
+def vllm_service_input_problems(inputs, waiver=None, target_driver_version=None, site_rows=None, api_key=None,
+                                api_key_file=None, require_agreement=False, verify_model=True, today=None):
+    """Every problem of role vllm_service's inputs before it reads the host (module_utils serving/_plan_checks.py,
+    role_input_problems), each naming the variable; never quotes ``api_key``."""
+    if not isinstance(inputs, dict):
+        raise AnsibleFilterError('vllm_service_input_problems: the input must be a dict of the vllm_service variables, '
+                                 'not %s' % type(inputs).__name__)
+    day = None
+    if today is not None:
+        try:
+            day = datetime.date(*(int(part) for part in str(today).split('-')))
+        except (TypeError, ValueError):
+            raise AnsibleFilterError('vllm_service_input_problems: today must be a date as YYYY-MM-DD, not %r' % (today,))
+    return _plan_checks.role_input_problems(
+        inputs, waiver=waiver, target_driver_version=target_driver_version, site_rows=site_rows, api_key=api_key,
+        api_key_file=api_key_file, require_agreement=require_agreement, verify_model=verify_model, today=day)
 
 
 def vllm_ascend_release(image=None, pip_packages=None, version=None, mode='auto'):
@@ -87,4 +109,5 @@ class FilterModule(object):
     def filters(self):
         return {'serving_plan': serving_plan, 'vllm_ascend_release': vllm_ascend_release,
                 'deployment_record': deployment_record, 'vllm_service_tls_paths': vllm_service_tls_paths,
-                'systemd_env_file': systemd_env_file, 'systemd_env_values': systemd_env_values}
+                'systemd_env_file': systemd_env_file, 'systemd_env_values': systemd_env_values,
+                'vllm_service_input_problems': vllm_service_input_problems}

@@ -111,6 +111,19 @@ def is_ascend_version(text):
     return True
 
 
+# Written as a host writes it: numbers and tags joined by single dots, starting with a number, nothing else. The
+# parser reads more (blanks, v24.1, 24.1-rc1, +local) but a role compares the text itself with the host's files
+# and puts it in commands, so only what needs no reading-around passes. Huawei never glues a tag to a number
+# (24.1.0rc1), which the parser reads the PEP 440 way (vllm-ascend 0.13.0rc3).
+_AS_WRITTEN = re.compile(r'[0-9]+(\.([0-9]+|[A-Za-z]+[0-9]*))+\Z')
+
+
+def is_written_ascend_version(value):
+    """Whether ``value`` is a version string as Huawei writes them (24.1.rc1, 7.5.0.3.220, 8.1.RC1, 25.0.rc1.b010): the
+    ascend_version test, and the roles' checks of a version they compare with a host's files or put in commands."""
+    return isinstance(value, str) and _AS_WRITTEN.match(value) is not None and is_ascend_version(value)
+
+
 def version_sort_key(text):
     """A sort key for text that may not be a version (such as a directory name): versions in version order,
     after every text that is not one (those in lower-case text order). Never raises."""

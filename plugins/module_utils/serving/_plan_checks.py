@@ -13,16 +13,20 @@ Its tests: tests/unit/plugins/module_utils/serving/test__plan_checks.py.
 
 from __future__ import annotations
 
+import datetime
 import functools
+import json
 import re
 
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.common._paths import normalise, path_problem
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.common._secrets import url_secrets
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.common._systemd import env_value_problem
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.common._version import is_written_ascend_version
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.serving._deployment import STATE_ROOT
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.serving._group_watch import parse_endpoint
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.serving._plan_argv import listen_host
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.serving._plan_container import links_within_problem
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.stack._compatibility import read_waiver, with_site_rows
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.serving._plan_inputs import (
     CAP_ADD_ALLOWED,
     CHOICES,
@@ -289,6 +293,39 @@ def check_inputs(inputs):
             problems.append('the service listens on %s (vllm_service_host, or a --host in vllm_service_extra_args or '
                             'vllm_service_cluster_args), which is reachable beyond this host: set vllm_service_api_key '
                             'or vllm_service_api_key_file, or listen on 127.0.0.1' % host)
+    return problems
+
+
+# An API key as vLLM's --api-key takes it through the environment file: printable, no blank, long enough to guess hard.
+_API_KEY = re.compile(r'[\x21-\x7e]{16,4096}\Z')
+
+
+def role_input_problems(inputs, waiver=None, target_driver_version=None, site_rows=None, api_key=None,
+                        api_key_file=None, require_agreement=False, verify_model=True, today=None):
+    """Every problem of role vllm_service's inputs, before it reads the host: the waiver of the compatibility set,
+    the NPU driver a host without one yet will run, the site's compatibility rows, the serving inputs
+    (check_inputs), the API key and the agreement check, in that order, each naming the variable. ``inputs`` as
+    check_inputs takes them; ``api_key`` is checked here and never quoted; ``today`` a datetime.date (None: today)."""
+    problems = []
+    dummy, waiver_problems = read_waiver(waiver, today or datetime.date.today())
+    if waiver_problems:
+        problems.append('vllm_service_compat_waiver (default: ascend_compat_waiver) must be null or a waiver with reason '
+                        'and expires (YYYY-MM-DD) that holds today: %s' % '; '.join(waiver_problems))
+    if target_driver_version is not None and not is_written_ascend_version(target_driver_version):
+        problems.append('vllm_service_target_driver_version must be null or an NPU driver version such as 26.2.RC1 '
+                        '(playbooks/site.yml and plan.yml pass npu_driver_version); got %s'
+                        % json.dumps(target_driver_version, default=str))
+    try:
+        with_site_rows(site_rows or [])
+    except ValueError as error:
+        problems.append(str(error))
+    problems.extend(check_inputs(inputs))
+    if api_key is not None and (api_key_file is not None or not isinstance(api_key, str) or not _API_KEY.match(api_key)):
+        problems.append('Set one of vllm_service_api_key and vllm_service_api_key_file, not both; the key must be 16 to '
+                        '4096 printable characters without blanks.')
+    if require_agreement and not verify_model:
+        problems.append('vllm_service_require_agreement needs vllm_service_verify_model: the agreement record is looked '
+                        'up by the digest of the manifest the model is verified against.')
     return problems
 
 

@@ -27,7 +27,26 @@ def test_the_plugin_exposes_the_filter():
                                                'deployment_record': plugin.deployment_record,
                                                'vllm_service_tls_paths': plugin.vllm_service_tls_paths,
                                                'systemd_env_file': plugin.systemd_env_file,
-                                               'systemd_env_values': plugin.systemd_env_values}
+                                               'systemd_env_values': plugin.systemd_env_values,
+                                               'vllm_service_input_problems': plugin.vllm_service_input_problems}
+
+
+def test_the_role_s_input_problems_come_in_order_and_never_quote_the_key():
+    key = 'short-key'
+    problems = plugin.vllm_service_input_problems(
+        inputs(api_key_set=True, port=0), waiver={'reason': 'CHG-1: accepted by the platform team', 'expires': '2020-01-31'},
+        target_driver_version='26.2.RC1\n', site_rows=[{'vllm_ascend': '0.30.0', 'vllm': '0.30.0'}], api_key=key,
+        require_agreement=True, verify_model=False, today='2026-12-07')
+    assert [problem.split(' ')[0] for problem in problems] == [
+        'vllm_service_compat_waiver', 'vllm_service_target_driver_version', 'ascend_compat_site_rows[0].cann',
+        'vllm_service_port', 'Set', 'vllm_service_require_agreement']
+    assert problems[1].endswith('; got "26.2.RC1\\n"')
+    assert not any(key in problem for problem in problems)
+    assert plugin.vllm_service_input_problems(inputs(api_key_set=True), today='2026-12-07') == []
+    with pytest.raises(AnsibleFilterError, match='the input must be a dict'):
+        plugin.vllm_service_input_problems('not a dict')
+    with pytest.raises(AnsibleFilterError, match='today must be a date as YYYY-MM-DD'):
+        plugin.vllm_service_input_problems(inputs(), today='07.12.2026')
 
 
 def test_the_deployment_record_of_a_plan_is_what_the_doctor_reads():

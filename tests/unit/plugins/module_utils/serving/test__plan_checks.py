@@ -371,3 +371,38 @@ def test_a_source_or_endpoint_with_a_password_is_refused_never_showing_it(change
     found = check_inputs(inputs(**changes))
     assert len(found) == 1 and found[0].startswith(variable + ' must be'), found
     assert KEY not in found[0]
+
+
+KEY_PROBLEM = ('Set one of vllm_service_api_key and vllm_service_api_key_file, not both; the key must be 16 to 4096 '
+               'printable characters without blanks.')
+AGREEMENT_PROBLEM = ('vllm_service_require_agreement needs vllm_service_verify_model: the agreement record is looked up '
+                     'by the digest of the manifest the model is verified against.')
+
+
+@pytest.mark.parametrize('given, problems', [
+    ({}, []),
+    ({'api_key': 'k' * 16}, []),
+    ({'api_key': 'k' * 4096}, []),
+    ({'api_key': 'k' * 16, 'api_key_file': '/etc/vllm/api-key'}, [KEY_PROBLEM]),
+    ({'api_key': 'k' * 15}, [KEY_PROBLEM]),
+    ({'api_key': 'k' * 4097}, [KEY_PROBLEM]),
+    ({'api_key': 'a key with blanks 0123'}, [KEY_PROBLEM]),
+    ({'api_key': 'k' * 16 + '\n'}, [KEY_PROBLEM]),
+    ({'api_key': 1234567890123456789}, [KEY_PROBLEM]),
+    ({'api_key_file': '/etc/vllm/api-key'}, []),
+    ({'require_agreement': True}, []),
+    ({'require_agreement': True, 'verify_model': False}, [AGREEMENT_PROBLEM]),
+    ({'target_driver_version': '26.2.RC1'}, []),
+    ({'target_driver_version': 26.2}, ['vllm_service_target_driver_version must be null or an NPU driver version such as '
+                                       '26.2.RC1 (playbooks/site.yml and plan.yml pass npu_driver_version); got 26.2']),
+    ({'waiver': {'reason': 'CHG-4711: accepted until the upgrade', 'expires': '2099-12-31'}}, []),
+    ({'waiver': 'yes'}, ['vllm_service_compat_waiver (default: ascend_compat_waiver) must be null or a waiver with reason '
+                         'and expires (YYYY-MM-DD) that holds today: the waiver must be a dict with reason and expires '
+                         '(YYYY-MM-DD), not str']),
+    ({'site_rows': [{'vllm_ascend': '0.13.0', 'vllm': '0.13.0'}]},
+     ['ascend_compat_site_rows[0].cann is missing: every row names its CANN version']),
+])
+def test_the_role_s_inputs_are_checked_in_one_call_never_quoting_the_key(given, problems):
+    assert _plan_checks.role_input_problems(inputs(api_key_set=True), **given) == problems
+    key = given.get('api_key')
+    assert key is None or not any(str(key) in problem for problem in problems)

@@ -1,0 +1,93 @@
+# -*- coding: utf-8 -*-
+
+# Copyright (c) kunpeng_ascend.vllm contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+"""Role container_runtime's inputs, checked in one call before anything changes."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+import yaml
+
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.stack._container_runtime_inputs import input_problems
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__)))))))
+PREFIX = 'container_runtime_'
+
+
+def defaults(**given):
+    """The role's defaults without their prefix, with a runtime package as an inventory gives it, and ``given``."""
+    with open(os.path.join(REPO, 'roles', 'container_runtime', 'defaults', 'main.yml'), encoding='utf-8') as handle:
+        values = dict((name[len(PREFIX):], value) for name, value in yaml.safe_load(handle).items())
+    values.update(ascend_runtime_accept_eula=True,
+                  ascend_runtime_package={'path': '/srv/ascend/Ascend-docker-runtime_6.0.0_linux-aarch64.run'})
+    values.update(given)
+    return values
+
+
+EULA = ("The Ascend Docker Runtime is licensed under Huawei's End User License Agreement: read it and set "
+        'container_runtime_ascend_runtime_accept_eula: true to install it, or set container_runtime_ascend_runtime: '
+        'false to pass the NPU devices to containers one by one instead.')
+PODMAN = ('container_runtime_engine podman has no Ascend Docker Runtime install scene: set '
+          'container_runtime_ascend_runtime: false (containers get the NPU devices one by one), or use docker or '
+          'containerd.')
+REPO_PROBLEM = ('container_runtime_docker_ce_repo must be a dict with url and gpg_key_url, each an http or https URL '
+                'without blanks or control characters, when container_runtime_docker_source is docker-ce; got %s')
+IMAGE = ('container_runtime_images[%d] must have archive, the absolute path of an image archive on the host (not ending '
+         'in /), and optionally name, a reference without blanks or control characters; got %s')
+GOOD_REPO = {'url': 'https://download.docker.com/linux/debian', 'gpg_key_url': 'https://download.docker.com/linux/debian/gpg'}
+
+
+@pytest.mark.parametrize('given, problems', [
+    ({}, []),
+    ({'ascend_runtime': 'yes', 'ascend_runtime_accept_eula': 'no'}, [EULA]),
+    ({'ascend_runtime': False, 'ascend_runtime_accept_eula': False, 'ascend_runtime_package': None}, []),
+    ({'engine': 'podman'}, [PODMAN]),
+    ({'engine': 'podman', 'ascend_runtime': False}, []),
+    ({'ascend_runtime_package': '/srv/x.run'}, [
+        'container_runtime_ascend_runtime_package must be the package source of the Ascend Docker Runtime (a dict with '
+        'src, path or url, such as {path: /srv/ascend/Ascend-docker-runtime_6.0.0_linux-aarch64.run}) when '
+        'container_runtime_ascend_runtime is true; got "/srv/x.run"']),
+    ({'ascend_runtime_package': {'url': 'https://example.invalid/x.run'}},
+     ['container_runtime_ascend_runtime_package must be a dict with exactly one of src (a file on the controller), path'
+      ' (a file on the host) or url, and no other key than checksum; container_runtime_ascend_runtime_package.checksum'
+      ' (for example "sha256:<hex>") is required with container_runtime_ascend_runtime_package.url; got'
+      ' {"url": "https://example.invalid/x.run"}']),
+    # Checked whenever it is set, and when docker-ce would be installed from it.
+    ({'docker_ce_repo': GOOD_REPO}, []),
+    ({'docker_ce_repo': dict(GOOD_REPO, url='ftp://mirror/debian')},
+     [REPO_PROBLEM % '{"url": "ftp://mirror/debian", "gpg_key_url": "https://download.docker.com/linux/debian/gpg"}']),
+    ({'docker_ce_repo': {'url': 'https://mirror/debian'}}, [REPO_PROBLEM % '{"url": "https://mirror/debian"}']),
+    ({'docker_source': 'docker-ce', 'docker_ce_repo': None}, [REPO_PROBLEM % 'null']),
+    ({'docker_source': 'docker-ce', 'docker_ce_repo': None, 'install_packages': False}, []),
+    ({'docker_ce_repo': {'url': 'https://robot:s3cret@mirror/debian', 'gpg_key_url': 'https://mirror/gpg key'}},
+     [REPO_PROBLEM % '{"url": "https://********@mirror/debian", "gpg_key_url": "https://mirror/gpg key"}']),
+    ({'package_dir': 'relative', 'config_path': None}, [
+        'container_runtime_package_dir must be an absolute path without control characters; got "relative"']),
+    ({'config_path': '/etc/docker/daemon.json\n'}, [
+        'container_runtime_config_path must be an absolute path without control characters, or null; got '
+        '"/etc/docker/daemon.json\\n"']),
+    ({'ascend_runtime_install_path': None}, [
+        'container_runtime_ascend_runtime_install_path must be an absolute path without control characters; got null']),
+    ({'image_load_timeout': -1}, ['container_runtime_image_load_timeout must be seconds, 0 (no limit) or more; got -1']),
+    ({'image_load_timeout': '600'}, []),
+    ({'images': [{'archive': '/srv/images/vllm.tar', 'name': 'vllm:v1'}]}, []),
+    ({'images': [{'archive': '/srv/images/'}, {'archive': '/srv/a.tar', 'name': 'a b'}, 'x']},
+     [IMAGE % (0, '{"archive": "/srv/images/"}'), IMAGE % (1, '{"archive": "/srv/a.tar", "name": "a b"}'),
+      IMAGE % (2, '"x"')]),
+    ({'images': [{'archive': '/srv/a.tar'}], 'engine': 'containerd'}, [
+        'container_runtime_images needs the docker or podman CLI; container_runtime_engine is containerd: import the '
+        'archives with ctr images import, or leave container_runtime_images empty.']),
+    ({'images': {'archive': '/srv/a.tar'}}, ['container_runtime_images must be a list of {archive, name}; got '
+                                             '{"archive": "/srv/a.tar"}']),
+    # Every problem at once, in order.
+    ({'ascend_runtime_accept_eula': False, 'engine': 'podman', 'image_load_timeout': 'soon'},
+     [EULA, PODMAN, 'container_runtime_image_load_timeout must be seconds, 0 (no limit) or more; got "soon"']),
+])
+def test_every_problem_names_its_variable_and_masks_passwords(given, problems):
+    assert input_problems(defaults(**given)) == problems

@@ -5,8 +5,8 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 
 """The host roles' filters (each documented in its own .yml): the decisions of package_fetch, container_runtime and
-npu_driver, which module_utils/stack/_host_roles.py makes, container_runtime's input checks
-(module_utils/stack/_container_runtime_inputs.py), and os_tuning's settings and live plan
+npu_driver, which module_utils/stack/_host_roles.py makes, container_runtime's and npu_driver's input checks
+(module_utils/stack/_host_role_inputs.py), and os_tuning's input checks, settings and live plan
 (module_utils/stack/_os_tuning.py), and cann's plan (module_utils/stack/_cann_plan.py)."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from ansible.errors import AnsibleFilterError
 from ansible_collections.kunpeng_ascend.vllm.plugins.plugin_utils._lazy_import import lazy_module
 
 _cann_plan = lazy_module('stack._cann_plan')
-_container_runtime_inputs = lazy_module('stack._container_runtime_inputs')
+_host_role_inputs = lazy_module('stack._host_role_inputs')
 _host_roles = lazy_module('stack._host_roles')
 _os_tuning = lazy_module('stack._os_tuning')
 _stack_upgrade = lazy_module('stack._stack_upgrade')
@@ -53,11 +53,29 @@ def containerd_config_version(version_output):
 
 def container_runtime_input_problems(inputs):
     """The problems of role container_runtime's ``inputs`` (its variables without their prefix), each naming the
-    variable (module_utils/stack/_container_runtime_inputs.py); empty when every input is fine."""
+    variable (module_utils/stack/_host_role_inputs.py); empty when every input is fine."""
     if not isinstance(inputs, dict):
         raise AnsibleFilterError('container_runtime_input_problems: the input must be a dict of the container_runtime '
                                  'variables, not %s' % type(inputs).__name__)
-    return _container_runtime_inputs.input_problems(inputs)
+    return _host_role_inputs.container_runtime_problems(inputs)
+
+
+def npu_driver_input_problems(inputs):
+    """The problems of role npu_driver's ``inputs`` (its variables without their prefix), each naming the variable
+    (module_utils/stack/_host_role_inputs.py); empty when every input is fine."""
+    if not isinstance(inputs, dict):
+        raise AnsibleFilterError('npu_driver_input_problems: the input must be a dict of the npu_driver variables, not %s'
+                                 % type(inputs).__name__)
+    return _host_role_inputs.npu_driver_problems(inputs)
+
+
+def os_tuning_input_problems(inputs, nr_open=None):
+    """The problems of role os_tuning's ``inputs`` (its variables without their prefix), each naming the variable, with
+    ``nr_open`` the host's /proc/sys/fs/nr_open as read (module_utils/stack/_os_tuning.py); empty when all are fine."""
+    if not isinstance(inputs, dict):
+        raise AnsibleFilterError('os_tuning_input_problems: the input must be a dict of the os_tuning variables, not %s'
+                                 % type(inputs).__name__)
+    return _os_tuning.input_problems(inputs, nr_open)
 
 
 def container_runtime_report(engine, info, runtime_name, ascend_runtime, default_runtime, predict=False):
@@ -218,11 +236,13 @@ class FilterModule(object):
             'container_runtime_report': container_runtime_report,
             'container_runtime_input_problems': container_runtime_input_problems,
             'npu_driver_state': npu_driver_state,
+            'npu_driver_input_problems': npu_driver_input_problems,
             'npu_driver_after': npu_driver_after,
             'npu_driver_skip_checks': npu_driver_skip_checks,
             'npu_driver_per_component': npu_driver_per_component,
             'ascend_reboot_needed': ascend_reboot_needed,
             'os_tuning_settings': os_tuning_settings,
+            'os_tuning_input_problems': os_tuning_input_problems,
             'os_tuning_live_read_argv': os_tuning_live_read_argv,
             'os_tuning_live_plan': os_tuning_live_plan,
             'os_tuning_hugepages_fit': os_tuning_hugepages_fit,

@@ -15,6 +15,7 @@ here so that their arguments and their programs are one decision.
 
 from __future__ import annotations
 
+import json
 import re
 
 # Reads each (name, path pattern) pair and prints a JSON list of {name, path, state, value}: state absent, ro
@@ -167,3 +168,86 @@ def irqbalance_report(mode, state):
 def wanted_packages(packages, extra, irqbalance_package, irqbalance):
     """The host tools to install: the OS's ``packages``, then ``extra``, then irqbalance's when it is to be enabled."""
     return list(packages) + list(extra) + ([irqbalance_package] if irqbalance == 'enabled' else [])
+
+
+# ----------------------------------------------------------------------------------------------- the inputs
+
+# Whole-value patterns (\Z, not $, which lets a trailing newline through) that admit no control character, so that no
+# value adds a line to the sysctl.d, tmpfiles.d or limits.d files.
+_INTEGER = re.compile(r'-?[0-9]+\Z')
+_CONF_FILE = (re.compile(r'/[^\x00-\x1f\x7f]*\.conf\Z'),
+              'an absolute path ending in .conf (the only files systemd and pam_limits read there), without control '
+              'characters')
+# (variable without its prefix, lowest, highest (None: no bound; 'nr_open': the host's fs.nr_open), nullable, meaning)
+NUMBERS = (
+    ('hugepages', 0, None, True, "pages of the host's hugepage size; preflight then compares them with the host's memory"),
+    ('hugepages_max_memory_percent', 1, 100, False, "percent of the host's memory"),
+    ('swappiness', 0, 100, True, "vm.swappiness; kernels before 5.8, such as Kylin V10's, accept no more than 100"),
+    ('numa_balancing', 0, 1, True, 'kernel.numa_balancing: 0 off, 1 on'),
+    ('sched_migration_cost_ns', 0, 2147483647, True, 'kernel.sched_migration_cost_ns, in nanoseconds'),
+    ('nofile', 1, 'nr_open', True, 'open files; the kernel refuses more than its fs.nr_open, read from this host'),
+)
+# (variable without its prefix, (pattern, what it accepts), nullable)
+STRINGS = (
+    ('sysctl_file', _CONF_FILE, False),
+    ('tmpfiles_file', _CONF_FILE, False),
+    ('limits_file', _CONF_FILE, False),
+    ('sysfs_path', (re.compile(r'/[^\x00-\x1f\x7f]*\Z'), 'an absolute path without control characters'), False),
+    ('transparent_hugepages', (re.compile(r'(always|madvise|never)\Z'), 'always, madvise, never or null'), True),
+    ('cpu_governor', (re.compile(r'[a-z0-9_]+\Z'),
+                      'a governor name such as performance (lower-case letters, digits and _) or null'), True),
+    ('hugetlb_shm_group', (re.compile(r'[A-Za-z_][A-Za-z0-9_.-]{0,31}\Z'),
+                           'a group name (letters, digits, _ . -, at most 32) or null'), True),
+    ('limits_domain', (re.compile(r'[^\s#\x00-\x1f\x7f][^\s\x00-\x1f\x7f]*\Z'),
+                       'one word in limits.conf syntax (a user name, @group or *), without spaces or control characters'),
+     False),
+)
+_PACKAGE = (re.compile(r'[A-Za-z0-9][^\s\x00-\x1f\x7f]*\Z'),
+            'a package name (it starts with a letter or digit and has no spaces or control characters)')
+_SYSCTL_NAME = (re.compile(r'[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)+\Z'),
+                'a sysctl name such as net.core.somaxconn (words of letters, digits, _ and - joined by dots)')
+_SYSCTL_VALUE = (re.compile(r'[^\x00-\x1f\x7f]+\Z'), 'a string or a number without control characters, or null (not set)')
+
+
+def _json(value):
+    return json.dumps(value, default=str)
+
+
+def _string_problem(name, value, rule, nullable=False):
+    pattern, accepts = rule
+    if (value is None and nullable) or (isinstance(value, str) and pattern.match(value)):
+        return None
+    return '%s must be %s; got %s' % (name, accepts, _json(value))
+
+
+def input_problems(inputs, nr_open=None):
+    """The problems of role os_tuning's ``inputs`` (its variables without the ``os_tuning_`` prefix, as the inventory
+    gives them), each naming the variable; ``nr_open`` is the host's /proc/sys/fs/nr_open as read (None or '': not
+    read). The list and dict variables first: when one is not a list or a dict, nothing else is checked."""
+    get = inputs.get
+    packages, sysctl = get('packages_extra'), get('sysctl_extra')
+    # The argument spec turns a string into a list or dict for its check only; the role would use the string.
+    if not isinstance(packages, (list, tuple)) or not isinstance(sysctl, dict):
+        return ['os_tuning_packages_extra must be a list of package names and os_tuning_sysctl_extra a dict of sysctl '
+                'settings ({key: value}); got %s and %s' % (_json(packages), _json(sysctl))]
+    problems = []
+    host_most = int(nr_open) if isinstance(nr_open, str) and nr_open.strip().isdigit() else None
+    for name, least, most, nullable, meaning in NUMBERS:
+        value = get(name)
+        most = host_most if most == 'nr_open' else most
+        if (value is None and nullable) or (_INTEGER.match(str(value)) and int(str(value)) >= least
+                                            and (most is None or int(str(value)) <= most)):
+            continue
+        problems.append('os_tuning_%s must be a whole number from %s%s%s (%s); got %s' % (
+            name, least, ' to %s' % most if most is not None else ' up', ' or null' if nullable else '', meaning,
+            _json(value)))
+    for name, rule, nullable in STRINGS:
+        problems.append(_string_problem('os_tuning_' + name, get(name), rule, nullable))
+    for index, package in enumerate(packages):
+        problems.append(_string_problem('os_tuning_packages_extra[%d]' % index, package, _PACKAGE))
+    for key, value in sysctl.items():
+        problems.append(_string_problem('a key of os_tuning_sysctl_extra', key, _SYSCTL_NAME))
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            value = str(value)
+        problems.append(_string_problem('os_tuning_sysctl_extra[%s]' % _json(key), value, _SYSCTL_VALUE, nullable=True))
+    return [problem for problem in problems if problem]

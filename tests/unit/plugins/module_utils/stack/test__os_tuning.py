@@ -14,6 +14,7 @@ from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.stack._os_tuni
     READ_SCRIPT,
     WRITE_SCRIPT,
     hugepages_fit,
+    input_problems,
     irqbalance_report,
     live_plan,
     live_read_argv,
@@ -134,3 +135,55 @@ def test_irqbalance_report(mode, state, expected):
 def test_wanted_packages_add_irqbalance_only_when_enabled():
     assert wanted_packages(['numactl'], ['htop'], 'irqbalance', 'enabled') == ['numactl', 'htop', 'irqbalance']
     assert wanted_packages(['numactl'], [], 'irqbalance', 'disabled') == ['numactl']
+
+
+def os_tuning_inputs(**given):
+    """Good values of role os_tuning's inputs (without their prefix), as the role's check passes them, and ``given``."""
+    values = {'packages_extra': [], 'sysctl_extra': {}, 'hugepages': None, 'hugepages_max_memory_percent': 50,
+              'swappiness': 10, 'numa_balancing': 0, 'sched_migration_cost_ns': 5000000, 'nofile': 1048576,
+              'sysctl_file': '/etc/sysctl.d/90-kunpeng-ascend-vllm.conf',
+              'tmpfiles_file': '/etc/tmpfiles.d/90-kunpeng-ascend-vllm.conf',
+              'limits_file': '/etc/security/limits.d/90-kunpeng-ascend-vllm.conf', 'sysfs_path': '/sys',
+              'transparent_hugepages': 'never', 'cpu_governor': 'performance', 'hugetlb_shm_group': 'hugetlb_shm',
+              'limits_domain': '*'}
+    values.update(given)
+    return values
+
+
+@pytest.mark.parametrize('given, nr_open, problems', [
+    ({}, '1048576', []),
+    ({'nofile': 1048577}, '1048576\n', [
+        'os_tuning_nofile must be a whole number from 1 to 1048576 or null (open files; the kernel refuses more than its '
+        'fs.nr_open, read from this host); got 1048577']),
+    # fs.nr_open not read (os_tuning_nofile null, or a host that hides it): no upper bound.
+    ({'nofile': 1048577}, '', []),
+    ({'nofile': 0}, None, [
+        'os_tuning_nofile must be a whole number from 1 up or null (open files; the kernel refuses more than its '
+        'fs.nr_open, read from this host); got 0']),
+    ({'swappiness': '10', 'hugepages': '-0'}, '1048576', []),
+    ({'swappiness': True}, '1048576', [
+        "os_tuning_swappiness must be a whole number from 0 to 100 or null (vm.swappiness; kernels before 5.8, such as "
+        "Kylin V10's, accept no more than 100); got true"]),
+    ({'hugepages_max_memory_percent': None}, '1048576', [
+        "os_tuning_hugepages_max_memory_percent must be a whole number from 1 to 100 (percent of the host's memory); "
+        'got null']),
+    ({'cpu_governor': 'performance\n', 'limits_domain': '#'}, '1048576', [
+        'os_tuning_cpu_governor must be a governor name such as performance (lower-case letters, digits and _) or null; '
+        'got "performance\\n"',
+        'os_tuning_limits_domain must be one word in limits.conf syntax (a user name, @group or *), without spaces or '
+        'control characters; got "#"']),
+    ({'packages_extra': ['perf', None], 'sysctl_extra': {'net.core.somaxconn': 4096, 'vm.x': None, 'kernel': 'y',
+                                                         'vm.overcommit_memory': True}}, '1048576', [
+        'os_tuning_packages_extra[1] must be a package name (it starts with a letter or digit and has no spaces or '
+        'control characters); got null',
+        'a key of os_tuning_sysctl_extra must be a sysctl name such as net.core.somaxconn (words of letters, digits, _ '
+        'and - joined by dots); got "kernel"',
+        'os_tuning_sysctl_extra["vm.overcommit_memory"] must be a string or a number without control characters, or null '
+        '(not set); got true']),
+    # A list or dict variable of another shape stops the checks: its items cannot be checked.
+    ({'packages_extra': 'perf', 'swappiness': -1}, '1048576', [
+        'os_tuning_packages_extra must be a list of package names and os_tuning_sysctl_extra a dict of sysctl settings '
+        '({key: value}); got "perf" and {}']),
+])
+def test_the_inputs_are_checked_in_one_call_each_problem_naming_its_variable(given, nr_open, problems):
+    assert input_problems(os_tuning_inputs(**given), nr_open) == problems

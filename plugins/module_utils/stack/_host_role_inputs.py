@@ -6,10 +6,11 @@
 
 """Private to the kunpeng_ascend.vllm collection: not a public API, it may change without notice.
 
-The inputs of role container_runtime, checked before anything changes (filter container_runtime_input_problems, the
-role's tasks/inputs.yml): one call, so that the check costs one task per node. Each problem names the variable and
-what it accepts; a value is quoted as JSON with the passwords of its URLs masked.
-Its tests: tests/unit/plugins/module_utils/stack/test__container_runtime_inputs.py.
+The inputs of the host roles container_runtime and npu_driver, checked before anything changes (filters
+container_runtime_input_problems and npu_driver_input_problems, the roles' tasks/inputs.yml): one call each, so that a
+role's checks cost one task per node. Each problem names the variable and what it accepts; a value is quoted as JSON
+with the passwords of its URLs masked.
+Its tests: tests/unit/plugins/module_utils/stack/test__host_role_inputs.py.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import re
 from ansible.module_utils.parsing.convert_bool import boolean
 
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.common._secrets import mask
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.common._version import is_written_ascend_version
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.stack._package_source import sources_problems
 
 # Whole-value patterns end in \Z (not $, which lets a trailing newline through) and admit no control character.
@@ -62,7 +64,7 @@ def _image_problem(index, image):
             % (index, _json(image)))
 
 
-def input_problems(inputs):
+def container_runtime_problems(inputs):
     """The problems of role container_runtime's ``inputs`` (its variables without the ``container_runtime_`` prefix,
     each as the inventory gives it), in the order of the role's former checks; empty when every input is fine."""
     get = inputs.get
@@ -108,4 +110,45 @@ def input_problems(inputs):
     # The source before the package is fetched (module_utils/stack/_package_source.py), once it is a source at all.
     if ascend_runtime and isinstance(get('ascend_runtime_package'), dict):
         problems.extend(sources_problems([('container_runtime_ascend_runtime_package', get('ascend_runtime_package'))]))
+    return problems
+
+
+# npu_driver's versions: (variable without its prefix, what it accepts).
+NPU_DRIVER_VERSIONS = (
+    ('version', 'the driver version of npu_driver_driver_package, such as 24.1.rc1, 24.1.0 or 25.0.rc1.1'),
+    ('firmware_version', 'the firmware version of npu_driver_firmware_package, such as 7.5.0.3.220'),
+)
+NPU_DRIVER_PATHS = ('package_dir', 'package_record', 'sysfs_path')
+_WHOLE = re.compile(r'[0-9]+\Z')
+_DECIMAL = re.compile(r'[0-9]+(\.[0-9]+)?\Z')
+# npu_driver's counts, seconds and sizes: (variable without its prefix, least, pattern, what it accepts).
+NPU_DRIVER_NUMBERS = (
+    ('expected_chips', 1, _WHOLE, 'the number of NPU chips npu-smi shows, 1 or more'),
+    ('reboot_timeout', 1, _WHOLE, 'seconds, 1 or more'),
+    ('ready_retries', 1, _WHOLE, 'how many times to read npu-smi, 1 or more'),
+    ('ready_delay', 0, _WHOLE, 'seconds, 0 or more'),
+    ('install_timeout', 0, _WHOLE, 'seconds, 0 (no limit) or more'),
+    ('min_free_gb', 0, _DECIMAL, 'GiB, 0 or more'),
+)
+
+
+def npu_driver_problems(inputs):
+    """The problems of role npu_driver's ``inputs`` (its variables without the ``npu_driver_`` prefix, each as the
+    inventory gives it): the versions as Huawei writes them, the paths, the counts, seconds and sizes, then both
+    package sources before either package is fetched; empty when every input is fine."""
+    get = inputs.get
+    problems = []
+    for name, accepts in NPU_DRIVER_VERSIONS:
+        if not is_written_ascend_version(get(name)):
+            problems.append('npu_driver_%s must be %s; got %s' % (name, accepts, _json(get(name))))
+    for name in NPU_DRIVER_PATHS:
+        value = get(name)
+        if not (isinstance(value, str) and _ABSOLUTE_PATH.match(value)):
+            problems.append('npu_driver_%s must be an absolute path without control characters; got %s' % (name, _json(value)))
+    for name, least, pattern, accepts in NPU_DRIVER_NUMBERS:
+        value = get(name)
+        if not (pattern.match(str(value)) and float(str(value)) >= least):
+            problems.append('npu_driver_%s must be %s; got %s' % (name, accepts, _json(value)))
+    problems.extend(sources_problems([('npu_driver_driver_package', get('driver_package')),
+                                      ('npu_driver_firmware_package', get('firmware_package'))]))
     return problems

@@ -4,7 +4,7 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
 
-"""Role container_runtime's inputs, checked in one call before anything changes."""
+"""Roles container_runtime's and npu_driver's inputs, each role's checked in one call before anything changes."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import os
 import pytest
 import yaml
 
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.stack._container_runtime_inputs import input_problems
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.stack._host_role_inputs import container_runtime_problems, npu_driver_problems
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__)))))))
@@ -90,4 +90,37 @@ GOOD_REPO = {'url': 'https://download.docker.com/linux/debian', 'gpg_key_url': '
      [EULA, PODMAN, 'container_runtime_image_load_timeout must be seconds, 0 (no limit) or more; got "soon"']),
 ])
 def test_every_problem_names_its_variable_and_masks_passwords(given, problems):
-    assert input_problems(defaults(**given)) == problems
+    assert container_runtime_problems(defaults(**given)) == problems
+
+
+DRIVER = '/root/ascend-packages/Ascend-hdk-910b-npu-driver_24.1.rc1_linux-aarch64.run'
+NPU_DRIVER = {'version': '24.1.rc1', 'firmware_version': '7.5.0.3.220', 'package_dir': '/var/cache/ascend',
+              'package_record': '/var/lib/kunpeng-ascend-vllm/npu-driver-packages.json', 'sysfs_path': '/sys',
+              'expected_chips': 8, 'reboot_timeout': 600, 'ready_retries': 30, 'ready_delay': 10, 'install_timeout': 0,
+              'min_free_gb': 2.5, 'driver_package': {'path': DRIVER},
+              'firmware_package': {'path': '/root/ascend-packages/Ascend-hdk-910b-npu-firmware_7.5.0.3.220.run'}}
+
+
+@pytest.mark.parametrize('given, problems', [
+    ({}, []),
+    ({'version': '25.0.RC1.1', 'expected_chips': '16', 'min_free_gb': '0'}, []),
+    ({'version': '24.1;rm -rf /'}, ['npu_driver_version must be the driver version of npu_driver_driver_package, such '
+                                    'as 24.1.rc1, 24.1.0 or 25.0.rc1.1; got "24.1;rm -rf /"']),
+    ({'version': 24.1, 'firmware_version': None}, [
+        'npu_driver_version must be the driver version of npu_driver_driver_package, such as 24.1.rc1, 24.1.0 or '
+        '25.0.rc1.1; got 24.1',
+        'npu_driver_firmware_version must be the firmware version of npu_driver_firmware_package, such as 7.5.0.3.220; '
+        'got null']),
+    ({'package_record': 'record.json'}, [
+        'npu_driver_package_record must be an absolute path without control characters; got "record.json"']),
+    ({'expected_chips': 0, 'ready_delay': True, 'min_free_gb': '1e3'}, [
+        'npu_driver_expected_chips must be the number of NPU chips npu-smi shows, 1 or more; got 0',
+        'npu_driver_ready_delay must be seconds, 0 or more; got true',
+        'npu_driver_min_free_gb must be GiB, 0 or more; got "1e3"']),
+    ({'driver_package': {'url': 'https://robot:s3cret@mirror/driver.run'}}, [
+        'npu_driver_driver_package must be a dict with exactly one of src (a file on the controller), path (a file on the '
+        'host) or url, and no other key than checksum; npu_driver_driver_package.checksum (for example "sha256:<hex>") '
+        'is required with npu_driver_driver_package.url; got {"url": "https://********@mirror/driver.run"}']),
+])
+def test_npu_driver_s_problems_name_their_variables(given, problems):
+    assert npu_driver_problems(dict(NPU_DRIVER, **given)) == problems

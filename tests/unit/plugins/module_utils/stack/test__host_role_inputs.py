@@ -11,23 +11,36 @@ from __future__ import annotations
 import os
 
 import pytest
-import yaml
 
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.stack._host_role_inputs import container_runtime_problems, npu_driver_problems
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
-    os.path.abspath(__file__)))))))
-PREFIX = 'container_runtime_'
+# Role container_runtime's defaults (roles/container_runtime/defaults/main.yml) without their prefix, with a runtime
+# package and its EULA accepted, as an inventory gives them. Written out: this file also runs on the managed hosts'
+# Pythons, which have no PyYAML to read the role's file with.
+CONTAINER_RUNTIME = {
+    'engine': 'docker', 'install_packages': True, 'docker_source': 'distribution', 'docker_ce_repo': None,
+    'ascend_runtime': True, 'ascend_runtime_accept_eula': True,
+    'ascend_runtime_package': {'path': '/srv/ascend/Ascend-docker-runtime_6.0.0_linux-aarch64.run'},
+    'ascend_runtime_install_path': '/usr/local/Ascend', 'package_dir': '/var/cache/ascend-packages',
+    'config_path': None, 'images': [], 'image_load_timeout': 1800,
+}
 
 
 def defaults(**given):
-    """The role's defaults without their prefix, with a runtime package as an inventory gives it, and ``given``."""
-    with open(os.path.join(REPO, 'roles', 'container_runtime', 'defaults', 'main.yml'), encoding='utf-8') as handle:
-        values = dict((name[len(PREFIX):], value) for name, value in yaml.safe_load(handle).items())
-    values.update(ascend_runtime_accept_eula=True,
-                  ascend_runtime_package={'path': '/srv/ascend/Ascend-docker-runtime_6.0.0_linux-aarch64.run'})
-    values.update(given)
-    return values
+    """CONTAINER_RUNTIME with ``given``."""
+    return dict(CONTAINER_RUNTIME, **given)
+
+
+def test_the_good_values_are_the_role_s_defaults():
+    # On the controller's suite only: the managed hosts' Pythons (make targets) have no PyYAML.
+    yaml = pytest.importorskip('yaml')
+    repo = os.path.join(os.path.dirname(os.path.abspath(__file__)), *['..'] * 5)
+    path = os.path.join(repo, 'roles', 'container_runtime', 'defaults', 'main.yml')
+    with open(path, encoding='utf-8') as handle:
+        role_defaults = dict((name[len('container_runtime_'):], value) for name, value in yaml.safe_load(handle).items())
+    given = ('ascend_runtime_accept_eula', 'ascend_runtime_package')
+    assert dict((name, value) for name, value in role_defaults.items() if name in CONTAINER_RUNTIME and name not in given) == \
+        dict((name, value) for name, value in CONTAINER_RUNTIME.items() if name not in given)
 
 
 EULA = ("The Ascend Docker Runtime is licensed under Huawei's End User License Agreement: read it and set "

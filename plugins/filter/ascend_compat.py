@@ -13,18 +13,10 @@ import datetime
 
 from ansible.errors import AnsibleFilterError
 
+from ansible_collections.kunpeng_ascend.vllm.plugins.plugin_utils._dates import filter_day
 from ansible_collections.kunpeng_ascend.vllm.plugins.plugin_utils._lazy_import import lazy_module
 
 _compatibility = lazy_module('stack._compatibility')
-
-
-def _day(today, name):
-    if today is None:
-        return None
-    try:
-        return datetime.date(*(int(part) for part in str(today).split('-')))
-    except (TypeError, ValueError):
-        raise AnsibleFilterError('%s: today must be a date as YYYY-MM-DD, not %r' % (name, today))
 
 
 def _rows(site_rows, name):
@@ -53,14 +45,14 @@ def ascend_compat(versions, waiver=None, today=None, site_rows=None, release_var
         raise AnsibleFilterError('ascend_compat: unknown key(s) %s; the keys are %s'
                                  % (', '.join(unknown), ', '.join(_compatibility.COMPONENTS)))
     return _compatibility.check_combination(
-        waiver=waiver, today=_day(today, 'ascend_compat'), rows=_rows(site_rows, 'ascend_compat'),
+        waiver=waiver, today=filter_day(today, 'ascend_compat'), rows=_rows(site_rows, 'ascend_compat'),
         release_variable=_text(release_variable, 'ascend_compat', 'release_variable'), **versions)
 
 
 def ascend_compat_waiver(waiver, today=None):
     """The waiver read on ``today`` (the controller's date when null): {waiver: its fields or null, problems: why it is
     void}. Null is no waiver and no problem."""
-    read, problems = _compatibility.read_waiver(waiver, _day(today, 'ascend_compat_waiver') or datetime.date.today())
+    read, problems = _compatibility.read_waiver(waiver, filter_day(today, 'ascend_compat_waiver') or datetime.date.today())
     return {'waiver': read, 'problems': problems}
 
 

@@ -10,10 +10,9 @@ systemd reads it."""
 
 from __future__ import annotations
 
-import datetime
-
 from ansible.errors import AnsibleFilterError
 
+from ansible_collections.kunpeng_ascend.vllm.plugins.plugin_utils._dates import filter_day
 from ansible_collections.kunpeng_ascend.vllm.plugins.plugin_utils._lazy_import import lazy_module
 
 _deployment = lazy_module('serving._deployment')
@@ -42,15 +41,10 @@ def vllm_service_input_problems(inputs, waiver=None, target_driver_version=None,
     if not isinstance(inputs, dict):
         raise AnsibleFilterError('vllm_service_input_problems: the input must be a dict of the vllm_service variables, '
                                  'not %s' % type(inputs).__name__)
-    day = None
-    if today is not None:
-        try:
-            day = datetime.date(*(int(part) for part in str(today).split('-')))
-        except (TypeError, ValueError):
-            raise AnsibleFilterError('vllm_service_input_problems: today must be a date as YYYY-MM-DD, not %r' % (today,))
     return _plan_checks.role_input_problems(
         inputs, waiver=waiver, target_driver_version=target_driver_version, site_rows=site_rows, api_key=api_key,
-        api_key_file=api_key_file, require_agreement=require_agreement, verify_model=verify_model, today=day)
+        api_key_file=api_key_file, require_agreement=require_agreement, verify_model=verify_model,
+        today=filter_day(today, 'vllm_service_input_problems'))
 
 
 def vllm_ascend_release(image=None, pip_packages=None, version=None, mode='auto'):

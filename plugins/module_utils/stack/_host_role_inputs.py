@@ -90,7 +90,9 @@ def container_runtime_problems(inputs):
     repo = get('docker_ce_repo')
     if repo is not None or (get('docker_source') == 'docker-ce' and get('engine') != 'podman'
                             and _true(get('install_packages'))):
-        problems.extend(problem for problem in [_repo_problem(repo)] if problem)
+        problem = _repo_problem(repo)
+        if problem:
+            problems.append(problem)
     for name, nullable in PATHS:
         value = get(name)
         if not ((value is None and nullable) or (isinstance(value, str) and _ABSOLUTE_PATH.match(value))):

@@ -16,6 +16,7 @@ Standard library only.
 
 from __future__ import annotations
 
+import json
 import re
 
 from urllib.parse import unquote, urlsplit
@@ -73,6 +74,12 @@ def mask(value, *secrets):
     if isinstance(value, str):
         return mask_text(value, secrets)
     return value
+
+
+def shown_json(value):
+    """``value`` as a message quotes it, in the JSON the roles' messages use (to_json's form, keys in their order),
+    every URL's user information masked."""
+    return json.dumps(mask(value), default=str)
 
 
 def mask_url(url):

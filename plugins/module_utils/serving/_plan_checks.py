@@ -15,11 +15,10 @@ from __future__ import annotations
 
 import datetime
 import functools
-import json
 import re
 
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.common._paths import normalise, path_problem
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.common._secrets import url_secrets
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.common._secrets import shown_json, url_secrets
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.common._systemd import env_value_problem
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.common._version import is_written_ascend_version
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.serving._deployment import STATE_ROOT
@@ -314,7 +313,7 @@ def role_input_problems(inputs, waiver=None, target_driver_version=None, site_ro
     if target_driver_version is not None and not is_written_ascend_version(target_driver_version):
         problems.append('vllm_service_target_driver_version must be null or an NPU driver version such as 26.2.RC1 '
                         '(playbooks/site.yml and plan.yml pass npu_driver_version); got %s'
-                        % json.dumps(target_driver_version, default=str))
+                        % shown_json(target_driver_version))
     try:
         with_site_rows(site_rows or [])
     except ValueError as error:

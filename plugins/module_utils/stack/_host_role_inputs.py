@@ -15,12 +15,11 @@ Its tests: tests/unit/plugins/module_utils/stack/test__host_role_inputs.py.
 
 from __future__ import annotations
 
-import json
 import re
 
 from ansible.module_utils.parsing.convert_bool import boolean
 
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.common._secrets import mask
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.common._secrets import shown_json
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.common._version import is_written_ascend_version
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.stack._package_source import sources_problems
 
@@ -32,10 +31,6 @@ _URL = re.compile(r'https?://[^\x00-\x20\x7f]+\Z')
 _SECONDS = re.compile(r'[0-9]+\Z')
 # The variables that hold paths, and whether null is one of their values.
 PATHS = (('ascend_runtime_install_path', False), ('package_dir', False), ('config_path', True))
-
-
-def _json(value):
-    return json.dumps(mask(value), default=str)
 
 
 def _true(value):
@@ -50,7 +45,7 @@ def _repo_problem(repo):
     if isinstance(repo, dict) and url('url') and url('gpg_key_url'):
         return None
     return ('container_runtime_docker_ce_repo must be a dict with url and gpg_key_url, each an http or https URL without '
-            'blanks or control characters, when container_runtime_docker_source is docker-ce; got %s' % _json(repo))
+            'blanks or control characters, when container_runtime_docker_source is docker-ce; got %s' % shown_json(repo))
 
 
 def _image_problem(index, image):
@@ -61,7 +56,7 @@ def _image_problem(index, image):
         return None
     return ('container_runtime_images[%d] must have archive, the absolute path of an image archive on the host (not '
             'ending in /), and optionally name, a reference without blanks or control characters; got %s'
-            % (index, _json(image)))
+            % (index, shown_json(image)))
 
 
 def container_runtime_problems(inputs):
@@ -85,7 +80,7 @@ def container_runtime_problems(inputs):
             problems.append(
                 'container_runtime_ascend_runtime_package must be the package source of the Ascend Docker Runtime (a dict '
                 'with src, path or url, such as {path: /srv/ascend/Ascend-docker-runtime_6.0.0_linux-aarch64.run}) when '
-                'container_runtime_ascend_runtime is true; got %s' % _json(get('ascend_runtime_package')))
+                'container_runtime_ascend_runtime is true; got %s' % shown_json(get('ascend_runtime_package')))
     # Checked whenever it is set, so that a bad value never waits for the day docker-ce is chosen.
     repo = get('docker_ce_repo')
     if repo is not None or (get('docker_source') == 'docker-ce' and get('engine') != 'podman'
@@ -97,13 +92,13 @@ def container_runtime_problems(inputs):
         value = get(name)
         if not ((value is None and nullable) or (isinstance(value, str) and _ABSOLUTE_PATH.match(value))):
             problems.append('container_runtime_%s must be an absolute path without control characters%s; got %s'
-                            % (name, ', or null' if nullable else '', _json(value)))
+                            % (name, ', or null' if nullable else '', shown_json(value)))
     if not _SECONDS.match(str(get('image_load_timeout'))):
         problems.append('container_runtime_image_load_timeout must be seconds, 0 (no limit) or more; got %s'
-                        % _json(get('image_load_timeout')))
+                        % shown_json(get('image_load_timeout')))
     images = get('images')
     if not isinstance(images, list):
-        problems.append('container_runtime_images must be a list of {archive, name}; got %s' % _json(images))
+        problems.append('container_runtime_images must be a list of {archive, name}; got %s' % shown_json(images))
         images = []
     if images and get('engine') == 'containerd':
         problems.append('container_runtime_images needs the docker or podman CLI; container_runtime_engine is containerd: '
@@ -142,15 +137,15 @@ def npu_driver_problems(inputs):
     problems = []
     for name, accepts in NPU_DRIVER_VERSIONS:
         if not is_written_ascend_version(get(name)):
-            problems.append('npu_driver_%s must be %s; got %s' % (name, accepts, _json(get(name))))
+            problems.append('npu_driver_%s must be %s; got %s' % (name, accepts, shown_json(get(name))))
     for name in NPU_DRIVER_PATHS:
         value = get(name)
         if not (isinstance(value, str) and _ABSOLUTE_PATH.match(value)):
-            problems.append('npu_driver_%s must be an absolute path without control characters; got %s' % (name, _json(value)))
+            problems.append('npu_driver_%s must be an absolute path without control characters; got %s' % (name, shown_json(value)))
     for name, least, pattern, accepts in NPU_DRIVER_NUMBERS:
         value = get(name)
         if not (pattern.match(str(value)) and float(str(value)) >= least):
-            problems.append('npu_driver_%s must be %s; got %s' % (name, accepts, _json(value)))
+            problems.append('npu_driver_%s must be %s; got %s' % (name, accepts, shown_json(value)))
     problems.extend(sources_problems([('npu_driver_driver_package', get('driver_package')),
                                       ('npu_driver_firmware_package', get('firmware_package'))]))
     return problems

@@ -15,8 +15,9 @@ here so that their arguments and their programs are one decision.
 
 from __future__ import annotations
 
-import json
 import re
+
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.common._secrets import shown_json
 
 # Reads each (name, path pattern) pair and prints a JSON list of {name, path, state, value}: state absent, ro
 # (read-only, as in a container) or rw; value the current one (the [selected] word of a sysfs choice such as
@@ -209,15 +210,11 @@ _SYSCTL_NAME = (re.compile(r'[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)+\Z'),
 _SYSCTL_VALUE = (re.compile(r'[^\x00-\x1f\x7f]+\Z'), 'a string or a number without control characters, or null (not set)')
 
 
-def _json(value):
-    return json.dumps(value, default=str)
-
-
 def _string_problem(name, value, rule, nullable=False):
     pattern, accepts = rule
     if (value is None and nullable) or (isinstance(value, str) and pattern.match(value)):
         return None
-    return '%s must be %s; got %s' % (name, accepts, _json(value))
+    return '%s must be %s; got %s' % (name, accepts, shown_json(value))
 
 
 def input_problems(inputs, nr_open=None):
@@ -229,7 +226,7 @@ def input_problems(inputs, nr_open=None):
     # The argument spec turns a string into a list or dict for its check only; the role would use the string.
     if not isinstance(packages, (list, tuple)) or not isinstance(sysctl, dict):
         return ['os_tuning_packages_extra must be a list of package names and os_tuning_sysctl_extra a dict of sysctl '
-                'settings ({key: value}); got %s and %s' % (_json(packages), _json(sysctl))]
+                'settings ({key: value}); got %s and %s' % (shown_json(packages), shown_json(sysctl))]
     problems = []
     host_most = int(nr_open) if isinstance(nr_open, str) and nr_open.strip().isdigit() else None
     for name, least, most, nullable, meaning in NUMBERS:
@@ -240,7 +237,7 @@ def input_problems(inputs, nr_open=None):
             continue
         problems.append('os_tuning_%s must be a whole number from %s%s%s (%s); got %s' % (
             name, least, ' to %s' % most if most is not None else ' up', ' or null' if nullable else '', meaning,
-            _json(value)))
+            shown_json(value)))
     for name, rule, nullable in STRINGS:
         problems.append(_string_problem('os_tuning_' + name, get(name), rule, nullable))
     for index, package in enumerate(packages):
@@ -249,5 +246,5 @@ def input_problems(inputs, nr_open=None):
         problems.append(_string_problem('a key of os_tuning_sysctl_extra', key, _SYSCTL_NAME))
         if isinstance(value, (int, float)) and not isinstance(value, bool):
             value = str(value)
-        problems.append(_string_problem('os_tuning_sysctl_extra[%s]' % _json(key), value, _SYSCTL_VALUE, nullable=True))
+        problems.append(_string_problem('os_tuning_sysctl_extra[%s]' % shown_json(key), value, _SYSCTL_VALUE, nullable=True))
     return [problem for problem in problems if problem]

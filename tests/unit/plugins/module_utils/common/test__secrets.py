@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.common._secrets import MASK, mask, mask_text, mask_url, url_secrets
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.common._secrets import MASK, mask, mask_text, mask_url, shown_json, url_secrets
 
 # Passwords as users write them: URL-encoded, with @ and : inside, with characters repr() escapes.
 PASSWORDS = ['s3cret', 's3cr%40t', 'p@ss:word', 'a\\b"c', "it's", 'x' * 300]
@@ -52,3 +52,10 @@ def test_text_without_secrets_is_unchanged():
     text = 'http://127.0.0.1:8000/v1/models answered 200; mail admin@example.com'
     assert mask_text(text) == text
     assert mask_url('http://127.0.0.1:8000') == 'http://127.0.0.1:8000'
+
+
+def test_a_value_is_quoted_as_the_roles_json_with_its_urls_passwords_masked():
+    assert shown_json({'url': 'https://robot:s3cret@mirror/debian', 'b': [1, None, True]}) == (
+        '{"url": "https://%s@mirror/debian", "b": [1, null, true]}' % MASK)
+    assert shown_json('a\nb') == '"a\\nb"'
+    assert shown_json(26.2) == '26.2'

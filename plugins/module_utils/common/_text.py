@@ -23,6 +23,20 @@ def shorten(text, limit=MAX_WARNING_CHARS):
     return '%s... (%d characters in all)' % (text[:limit], len(text))
 
 
+def texts_in(value):
+    """Every string in ``value`` (dict keys and values, list and tuple items), nested; keys that are not strings as
+    their str()."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield str(key)
+            yield from texts_in(item)
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            yield from texts_in(item)
+
+
 def replace_undecodable(value):
     """``value`` (str, or dicts and lists of them) with valid UTF-8 text only: bytes of a file or directory name
     that are not UTF-8 (which Python keeps as lone surrogates) become U+FFFD, as file contents do when read;

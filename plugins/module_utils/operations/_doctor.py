@@ -27,6 +27,7 @@ from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.operations imp
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.stack import _compliance
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.serving._deployment import CONTAINER_NAME
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.common._systemd import unit_name_problem
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.common._text import texts_in
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.stack._compatibility import (
     ROWS,
     SITE_SOURCE,
@@ -198,19 +199,6 @@ def conf_file_problem(path, directories):
     return None
 
 
-def _texts(value):
-    """Every string in ``value`` (dict keys and values, list items), nested."""
-    if isinstance(value, str):
-        yield value
-    elif isinstance(value, dict):
-        for key, item in value.items():
-            yield str(key)
-            yield from _texts(item)
-    elif isinstance(value, (list, tuple)):
-        for item in value:
-            yield from _texts(item)
-
-
 # Long: one check per option of ascend_doctor, in the order of its argument spec, each naming the option.
 def check_inputs(inputs, prefix=''):
     """The problems of the doctor's inputs (``inputs``: the options of ascend_doctor, which are the doctor role's
@@ -271,7 +259,7 @@ def check_inputs(inputs, prefix=''):
     waiver = inputs.get('compat_waiver')
     # What the waiver means is the versions check's business (a void or expired one waives nothing, and says so);
     # here only that it is a dict of text.
-    if waiver is not None and (not isinstance(waiver, dict) or any(_CONTROL.search(text) for text in _texts(waiver))):
+    if waiver is not None and (not isinstance(waiver, dict) or any(_CONTROL.search(text) for text in texts_in(waiver))):
         problems.append('%s must be null or a waiver ({reason, expires, covers}) without control characters; got %s'
                         % (name('compat_waiver'), 'a %s' % type(waiver).__name__ if not isinstance(waiver, dict)
                            else 'control characters in it'))

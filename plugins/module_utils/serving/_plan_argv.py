@@ -21,6 +21,7 @@ from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.serving._plan_
     VALUED_FLAGS,
     last_value,
 )
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.serving._plan_recipe import recipe_args
 
 
 def client_host(host):
@@ -83,7 +84,8 @@ def listen_host(inputs):
 def service_args(inputs, tls=()):
     """The `vllm serve` arguments after the model: the address (on a bridge network every address of the container,
     whose port the engine publishes), the served name, the valued options (null ones left out), the switches, the
-    TLS options ``tls`` (tls_args), then what the cluster and the user add (argparse keeps the last of an option)."""
+    recipe knobs (_plan_recipe.recipe_args), the TLS options ``tls`` (tls_args), then what the cluster and the user
+    add (argparse keeps the last of an option)."""
     bind = '0.0.0.0' if inputs.get('network') == 'bridge' else inputs['host']
     args = ['--host', bind, '--port', str(inputs['port']), '--served-model-name', served_name(inputs)]
     for name, flag in VALUED_FLAGS:
@@ -92,4 +94,4 @@ def service_args(inputs, tls=()):
     for name, flag in SWITCH_FLAGS:
         if inputs.get(name):
             args.append(flag)
-    return args + list(tls) + list(inputs.get('cluster_args') or []) + list(inputs.get('extra_args') or [])
+    return args + recipe_args(inputs) + list(tls) + list(inputs.get('cluster_args') or []) + list(inputs.get('extra_args') or [])

@@ -25,6 +25,7 @@ from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.serving._deplo
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.serving._group_watch import parse_endpoint
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.serving._plan_argv import listen_host
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.serving._plan_container import links_within_problem
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.serving._plan_recipe import input_problems as recipe_input_problems
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.stack._compatibility import read_waiver, with_site_rows
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.serving._plan_inputs import (
     CAP_ADD_ALLOWED,
@@ -278,6 +279,7 @@ def check_inputs(inputs):
     for check in (_check_strings, _check_numbers, _check_choices, _check_paths_args_env):
         check(get, problems)
     _check_role_inputs(get, problems)
+    problems.extend(recipe_input_problems(inputs))
     if get('mode') == 'container' and get('image') is None:
         problems.append('vllm_service_image must name the vLLM image (such as quay.io/ascend/vllm-ascend:v0.13.0) in '
                         'container mode')

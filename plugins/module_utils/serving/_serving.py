@@ -17,7 +17,8 @@ filter ``serving_plan`` exposes it).
 
 Read it as steps, each in a file of its own with its tests: the inputs and their checks (``_plan_inputs``,
 ``_plan_checks``), the release, its environment and the driver (``_plan_release``), the NPUs, cards and NUMA node
-(``_plan_npus``), the ``vllm serve`` argv, its address and TLS (``_plan_argv``), the sizing from that argv
+(``_plan_npus``), the ``vllm serve`` argv, its address and TLS (``_plan_argv``), the recipe knobs in it checked
+against the release (``_plan_recipe``, over the tables of ``_recipe_knobs``), the sizing from that argv
 (``_plan_sizing``), and the container (``_plan_container``); ``serving_plan`` below runs them in that order. The names
 other files take from here (``__all__``) are the plan's public face."""
 
@@ -58,6 +59,7 @@ from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.serving._plan_
     resolve_option,
 )
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.serving._plan_npus import cards_of, npu_selection, numa_plan
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.serving._plan_recipe import NO_RECIPE, recipe_plan
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.serving._plan_release import (
     FRESH_DRIVER_PATHS,
     driver_plan,
@@ -216,11 +218,13 @@ def serving_plan(inputs, facts):
     Returns ``problems`` (empty when the plan can run) and the plan, whose every key plugins/filter/serving_plan.yml
     documents (its RETURN; a test holds the two to each other). The steps, in order: 1 the inputs checked
     (check_inputs) and normalised; 2 the release, mode, names and driver (_base_plan); 3 the NPUs, their cards and
-    NUMA node; 4 the environment; 5 the argv, address and TLS; 6 the model's format and sizing; 7 the container
+    NUMA node; 4 the environment; 5 the argv, address and TLS, and the recipe knobs in it checked against the release
+    (_plan_recipe); 6 the model's format and sizing; 7 the container
     engine; 8 the command, native or in a container."""
     problems = check_inputs(inputs)
     if problems:
-        return {'problems': problems, 'assumed': [], 'sizing': _not_sized('the inputs are refused (problems)')}
+        return {'problems': problems, 'assumed': [], 'sizing': _not_sized('the inputs are refused (problems)'),
+                'recipe': NO_RECIPE}
     inputs = normalize_inputs(inputs)
     plan, existing, fresh = _base_plan(inputs, facts, problems)
     has_npus = plan['has_npus']
@@ -236,6 +240,8 @@ def serving_plan(inputs, facts):
     plan['numa'] = numa_plan(inputs, facts, npu_ids, has_npus, problems)
     plan['environment'] = _environment(inputs, plan)
     _argv_plan(inputs, facts, plan, problems)
+    plan['recipe'], recipe_problems = recipe_plan(inputs, plan['release'], facts.get('model_config'), has_npus)
+    problems.extend(recipe_problems)
     _model_plan(inputs, facts, plan, chips, fresh, count_refused, problems)
     engine, engine_path = _engine_plan(inputs, facts, plan, problems)
     if plan['mode'] == 'native':

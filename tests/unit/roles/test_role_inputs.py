@@ -126,6 +126,13 @@ DICT_STRINGS = {
         lambda char: {'OMP_NUM_THREADS' + char: '1'},
         lambda char: {'OMP_NUM_THREADS': '1' + char},
     ),
+    'vllm_service_additional_config': (
+        lambda char: {'enable_cpu_binding' + char: False},
+        lambda char: {'eplb_config': {'expert_map_path': '/srv/maps/map.json' + char}},
+    ),
+    'vllm_service_speculative_config': (
+        lambda char: {'method': 'mtp' + char, 'num_speculative_tokens': 1},
+    ),
     'vllm_service_cluster_env': (
         lambda char: {'HCCL_IF_IP' + char: '10.10.0.21'},
         lambda char: {'HCCL_IF_IP': '10.10.0.21' + char},
@@ -271,6 +278,13 @@ CASES = {
     'vllm_service an image that is an option': ('vllm_service', {'vllm_service_image': '--privileged'}, [
         'vllm_service_image must be null or an image reference such as quay.io/ascend/vllm-ascend:v0.13.0; got "--privileged"']),
     'vllm_service a port from the command line': ('vllm_service', {'vllm_service_port': '8080'}, None),
+    'vllm_service the recipe knobs': ('vllm_service', {
+        'vllm_service_additional_config': {'enable_cpu_binding': False}, 'vllm_service_enable_chunked_prefill': True,
+        'vllm_service_speculative_config': {'method': 'mtp', 'num_speculative_tokens': 1}}, None),
+    'vllm_service an additional config that is not a mapping': ('vllm_service', {
+        'vllm_service_additional_config': '{"enable_cpu_binding": false}'}, 'vllm_service_additional_config'),
+    'vllm_service chunked prefill sometimes': ('vllm_service', {'vllm_service_enable_chunked_prefill': 'sometimes'},
+                                               'vllm_service_enable_chunked_prefill'),
     'vllm_service an npu-smi path the unit cannot run': ('vllm_service', {'vllm_service_npu_smi_path': '/opt/my tools/npu-smi'}, [
         'vllm_service_npu_smi_path must be null or an absolute path of letters, digits and ._+,:@=/- (the unit runs it);'
         ' got "/opt/my tools/npu-smi"']),

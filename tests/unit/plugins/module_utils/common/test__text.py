@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.common._text import replace_undecodable, shorten
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.common._text import replace_undecodable, shorten, texts_in
 
 
 def test_names_that_are_not_utf8_are_made_printable():
@@ -25,3 +25,9 @@ def test_names_that_are_not_utf8_are_made_printable():
 def test_shorten_keeps_a_text_up_to_the_limit_and_says_how_long_a_longer_one_was():
     assert shorten('x' * 500) == 'x' * 500
     assert shorten('abcdef', limit=3) == 'abc... (6 characters in all)'
+
+
+def test_texts_in_finds_every_string_of_nested_keys_values_and_items():
+    value = {'a': ['b', ('c', {'d': 1, 2: 'e'})], 'f': None, 'g': 3.5}
+    assert sorted(texts_in(value)) == ['2', 'a', 'b', 'c', 'd', 'e', 'f', 'g']
+    assert list(texts_in('plain')) == ['plain'] and list(texts_in(7)) == []

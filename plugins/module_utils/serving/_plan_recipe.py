@@ -1,0 +1,325 @@
+# -*- coding: utf-8 -*-
+
+# Copyright (c) kunpeng_ascend.vllm contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+"""Private to the kunpeng_ascend.vllm collection: not a public API, it may change without notice.
+
+A step of the serving plan (_serving.py, after the argv): the recipe knobs of vllm-ascend's DeepSeek tutorials -
+``--additional-config``, ``--speculative-config`` and chunked prefill - rendered from their typed variables
+(``recipe_args``, which _plan_argv puts in the argv) and checked in the final argv against the release
+(``recipe_plan``): the same keys given through vllm_service_extra_args are parsed and checked the same way, never
+passed blind. The tables of keys per release are _recipe_knobs'. Standard library only.
+Its tests: tests/unit/plugins/module_utils/serving/test__plan_recipe.py.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import re
+
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.common._text import texts_in
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.serving._recipe_knobs import (
+    ADDITIONAL_CONFIG_TABLES,
+    FIRST_DOCUMENTED,
+    MTP_METHODS,
+)
+
+ADDITIONAL = '--additional-config'
+SPECULATIVE = '--speculative-config'
+_JSON_FLAGS = (ADDITIONAL, SPECULATIVE)
+_RELEASE = re.compile(r'^(\d+)\.(\d+)\.(\d+)')
+_CONTROL = re.compile(r'[\x00-\x1f\x7f]')
+_TYPES = {
+    'bool': lambda value: isinstance(value, bool),
+    'int': lambda value: isinstance(value, int) and not isinstance(value, bool),
+    'float': lambda value: isinstance(value, (int, float)) and not isinstance(value, bool),
+    'str': lambda value: isinstance(value, str),
+    'list': lambda value: isinstance(value, list),
+    'dict': lambda value: isinstance(value, dict),
+}
+_JSON_TYPE_NAMES = {bool: 'a boolean', int: 'a whole number', float: 'a number', str: 'a string', list: 'a list',
+                    dict: 'a mapping', type(None): 'null'}
+
+
+def compact_json(value):
+    """A knob's value as one argv element: JSON without spaces, keys sorted (the same unit for the same value)."""
+    return json.dumps(value, sort_keys=True, separators=(',', ':'))
+
+
+def recipe_args(inputs):
+    """The `vllm serve` options of the typed knobs: vllm_service_additional_config and vllm_service_speculative_config
+    as JSON, vllm_service_enable_chunked_prefill as its switch (null: vLLM's default)."""
+    args = []
+    if inputs.get('additional_config'):
+        args += [ADDITIONAL, compact_json(inputs['additional_config'])]
+    if inputs.get('speculative_config'):
+        args += [SPECULATIVE, compact_json(inputs['speculative_config'])]
+    chunked = inputs.get('enable_chunked_prefill')
+    if chunked is not None:
+        args.append('--enable-chunked-prefill' if chunked else '--no-enable-chunked-prefill')
+    return args
+
+
+def input_problems(inputs):
+    """The knobs' types, before any fact: each a mapping (or null), chunked prefill a boolean or null."""
+    problems = []
+    for name in ('additional_config', 'speculative_config'):
+        value = inputs.get(name)
+        if value is None or value == {}:
+            continue
+        if not isinstance(value, dict):
+            problems.append('vllm_service_%s must be a mapping (vLLM\'s JSON object); got %s'
+                            % (name, _JSON_TYPE_NAMES.get(type(value), type(value).__name__)))
+            continue
+        try:
+            json.dumps(value, allow_nan=False)
+        except (TypeError, ValueError) as error:
+            problems.append('vllm_service_%s cannot be written as JSON: %s' % (name, error))
+            continue
+        bad_keys = sorted(repr(key) for key in _all_keys(value) if not isinstance(key, str))
+        if bad_keys:
+            problems.append('vllm_service_%s has keys that are not strings: %s' % (name, ', '.join(bad_keys)))
+        elif any(_CONTROL.search(text) for text in texts_in(value)):
+            # JSON would escape it, but no key or value vllm-ascend documents holds one: a paste gone wrong.
+            problems.append('vllm_service_%s holds a control character in a key or a value' % name)
+    chunked = inputs.get('enable_chunked_prefill')
+    if chunked is not None and not isinstance(chunked, bool):
+        problems.append('vllm_service_enable_chunked_prefill must be true, false or null (vLLM\'s default); got %s'
+                        % _JSON_TYPE_NAMES.get(type(chunked), type(chunked).__name__))
+    return problems
+
+
+def _all_keys(mapping):
+    for key, value in mapping.items():
+        yield key
+        if isinstance(value, dict):
+            yield from _all_keys(value)
+
+
+# ------------------------------------------------------------------------------------------- the knobs in the argv
+
+def _json_flag(arg):
+    """(flag, dotted path or None, inline value or None) when ``arg`` gives one of the JSON knobs in any spelling
+    vLLM reads (``--flag``, ``--flag=value``, ``--flag.key.sub=value``, ``_`` for ``-`` in the flag); else None."""
+    if not isinstance(arg, str) or not arg.startswith('--'):
+        return None
+    name, has_value, value = arg.partition('=')
+    flag, _dot, path = name.partition('.')
+    flag = '--' + flag[2:].replace('_', '-')
+    if flag not in _JSON_FLAGS:
+        return None
+    return flag, path or None, value if has_value else None
+
+
+def _parsed(text):
+    try:
+        return json.loads(text), None
+    except ValueError as error:
+        return None, str(error)
+
+
+def knobs_in_argv(args, typed_args_count):
+    """The JSON knobs ``args`` give: {flag: {'value': the merged value, 'from_extra': bool, 'typed': bool}} and
+    problems. The first ``typed_args_count`` elements come from the typed variables, the rest from the cluster and
+    vllm_service_extra_args; a knob given in both is refused, since which one wins would be argparse's, not the
+    plan's."""
+    found, problems = {}, []
+    index = 0
+    while index < len(args):
+        parsed = _json_flag(args[index])
+        if parsed is None:
+            index += 1
+            continue
+        flag, path, value = parsed
+        position = index
+        if value is None:
+            value = args[index + 1] if index + 1 < len(args) else None
+            index += 1
+        index += 1
+        where = ('vllm_service_%s' % flag[2:].replace('-', '_') if position < typed_args_count
+                 else 'vllm_service_extra_args (%s)' % flag)
+        if value is None:
+            problems.append('%s gives %s without a value' % (where, flag))
+            continue
+        entry = found.setdefault(flag, {'value': None, 'from_extra': position >= typed_args_count, 'typed': False})
+        if position < typed_args_count:
+            entry['typed'] = True
+        elif entry['typed']:
+            problems.append('%s is given twice, by vllm_service_%s and in vllm_service_extra_args: give it once'
+                            % (flag, flag[2:].replace('-', '_')))
+            continue
+        if path is None:
+            data, error = _parsed(value)
+            if error:
+                problems.append('%s gives %s a value that is not JSON (%s): %s' % (where, flag, error, value[:120]))
+                continue
+            if not isinstance(data, dict):
+                problems.append('%s gives %s %s, not a JSON object' % (where, flag, _JSON_TYPE_NAMES.get(type(data))))
+                continue
+            entry['value'] = data
+        else:
+            # A dotted spelling sets one key: its value is JSON where it reads as JSON, else the string.
+            data, error = _parsed(value)
+            if not isinstance(entry['value'], dict):
+                entry['value'] = {}
+            target = entry['value']
+            keys = path.split('.')
+            for key in keys[:-1]:
+                if not isinstance(target.get(key), dict):
+                    target[key] = {}
+                target = target[key]
+            target[keys[-1]] = value if error else data
+    return found, problems
+
+
+# --------------------------------------------------------------------------------------------- checked by release
+
+def _release_numbers(release):
+    match = _RELEASE.match(release or '')
+    return tuple(int(part) for part in match.groups()) if match else None
+
+
+def table_for(release):
+    """The table of keys a release is checked against (the newest not above it), or None: for an unknown release,
+    or one before vllm-ascend documented additional configuration."""
+    numbers = _release_numbers(release)
+    if numbers is None or numbers < FIRST_DOCUMENTED:
+        return None
+    for table in ADDITIONAL_CONFIG_TABLES:
+        if numbers >= table['release']:
+            return table
+    return None
+
+
+def _documented_in(path):
+    """The names of the tables that document the key at ``path`` (a tuple of keys), newest first."""
+    names = []
+    for table in ADDITIONAL_CONFIG_TABLES:
+        spec = table['keys']
+        for key in path:
+            spec = spec.get(key) if isinstance(spec, dict) else None
+        if spec is not None:
+            names.append(table['name'])
+    return names
+
+
+def _known_keys(path_prefix):
+    keys = set()
+    for table in ADDITIONAL_CONFIG_TABLES:
+        spec = table['keys']
+        for key in path_prefix:
+            spec = spec.get(key) if isinstance(spec, dict) else None
+        if isinstance(spec, dict):
+            keys.update(spec)
+    return sorted(keys)
+
+
+def _check_mapping(value, spec, path, release, table, source, problems, warnings):
+    for key in sorted(value):
+        here = path + (key,)
+        shown = '.'.join(here)
+        key_spec = spec.get(key) if table is not None else None
+        if key_spec is None:
+            documented = _documented_in(here)
+            if not documented:
+                near = difflib.get_close_matches(key, _known_keys(path), n=1)
+                problems.append('%s: %s is a key no vllm-ascend release documents%s' % (
+                    source, shown, '; did you mean %s?' % '.'.join(path + (near[0],)) if near else ''))
+            elif table is None:
+                continue
+            elif table['complete']:
+                problems.append('%s: %s is not a key of vllm-ascend %s (documented in %s; checked against %s)' % (
+                    source, shown, release, ', '.join(documented), table['name']))
+            else:
+                warnings.append('%s: %s is not in what this collection read of vllm-ascend %s\'s keys (documented '
+                                'in %s); it is passed on as given' % (source, shown, release, ', '.join(documented)))
+            continue
+        if isinstance(key_spec, dict):
+            if not isinstance(value[key], dict):
+                problems.append('%s: %s must be a mapping for vllm-ascend %s; got %s' % (
+                    source, shown, release, _JSON_TYPE_NAMES.get(type(value[key]))))
+            else:
+                _check_mapping(value[key], key_spec, here, release, table, source, problems, warnings)
+        elif not _TYPES[key_spec](value[key]):
+            problems.append('%s: %s must be %s for vllm-ascend %s; got %s %s' % (
+                source, shown, _JSON_TYPE_NAMES[{'bool': bool, 'int': int, 'float': float, 'str': str, 'list': list,
+                                                 'dict': dict}[key_spec]],
+                release, _JSON_TYPE_NAMES.get(type(value[key])), compact_json(value[key])[:60]))
+
+
+def _speculative_problems(config, source, model_config):
+    problems = []
+    tokens = config.get('num_speculative_tokens')
+    if tokens is not None and (not _TYPES['int'](tokens) or tokens < 1):
+        problems.append('%s: num_speculative_tokens must be a whole number of 1 or more; got %s'
+                        % (source, compact_json(tokens)[:40]))
+    method = config.get('method')
+    if method is not None and not isinstance(method, str):
+        problems.append('%s: method must be a string; got %s' % (source, compact_json(method)[:40]))
+    elif method in MTP_METHODS and isinstance(model_config, dict):
+        layers = model_config.get('num_nextn_predict_layers')
+        if not _TYPES['int'](layers) or layers < 1:
+            problems.append('%s: method %s drafts with the model\'s multi-token prediction layers, and the model\'s '
+                            'config.json has none (num_nextn_predict_layers %s): use a model with its MTP layers '
+                            '(DeepSeek-V3 and R1 have one), or another method' % (source, method, layers))
+    return problems
+
+
+# The batch size the deployment guide this collection follows asks for on NPUs (a multiple of it). No vllm-ascend
+# release documents such a rule (docs/recipes.md): it stays a warning.
+GUIDE_BATCH_MULTIPLE = 16
+
+
+def batching_warnings(inputs, has_npus):
+    """The guide's batching rule on NPU hosts: vllm_service_max_num_seqs a multiple of 16, else a warning that names
+    the nearest multiple below (16 at least)."""
+    seqs = inputs.get('max_num_seqs')
+    if not has_npus or not isinstance(seqs, int) or isinstance(seqs, bool) or seqs % GUIDE_BATCH_MULTIPLE == 0:
+        return []
+    return ['vllm_service_max_num_seqs is %d: the deployment guide this collection follows asks for a multiple of %d on '
+            'Ascend NPUs (such as %d); no vllm-ascend release requires it' % (
+                seqs, GUIDE_BATCH_MULTIPLE, max(GUIDE_BATCH_MULTIPLE, seqs // GUIDE_BATCH_MULTIPLE * GUIDE_BATCH_MULTIPLE))]
+
+
+# The recipe of a plan whose inputs were refused before any knob was read.
+NO_RECIPE = {'additional_config': None, 'speculative_config': None, 'chunked_prefill': None, 'checked_against': None,
+             'warnings': []}
+
+
+def recipe_plan(inputs, release, model_config, has_npus=False):
+    """The knobs of the final argv - from the typed variables (recipe_args), the cluster's arguments and
+    vllm_service_extra_args - checked against vllm-ascend ``release`` and the model's config.json (``model_config``,
+    or None when not read), and the guide's batching rule on a host with NPUs. Returns the plan's ``recipe`` (``additional_config``, ``speculative_config``,
+    ``chunked_prefill``, ``checked_against``: the table's release, source and completeness, or None, and
+    ``warnings``) and the problems."""
+    typed = recipe_args(inputs)
+    found, problems = knobs_in_argv(
+        typed + list(inputs.get('cluster_args') or []) + list(inputs.get('extra_args') or []), len(typed))
+    warnings = batching_warnings(inputs, has_npus)
+    table = table_for(release)
+    additional = (found.get(ADDITIONAL) or {}).get('value')
+    if additional:
+        source = ('vllm_service_extra_args (%s)' % ADDITIONAL if found[ADDITIONAL]['from_extra']
+                  else 'vllm_service_additional_config')
+        if table is None:
+            warnings.append('%s is checked for misspelt keys only: %s' % (
+                source, 'the vllm-ascend release is not known (vllm_service_vllm_ascend_version)' if not release
+                else 'vllm-ascend %s documents no additional configuration (its page came with 0.9.1)' % release))
+        _check_mapping(additional, table['keys'] if table else {}, (), release, table, source, problems, warnings)
+    speculative = (found.get(SPECULATIVE) or {}).get('value')
+    if speculative:
+        source = ('vllm_service_extra_args (%s)' % SPECULATIVE if found[SPECULATIVE]['from_extra']
+                  else 'vllm_service_speculative_config')
+        problems.extend(_speculative_problems(speculative, source, model_config))
+    recipe = {
+        'additional_config': additional or None,
+        'speculative_config': speculative or None,
+        'chunked_prefill': inputs.get('enable_chunked_prefill'),
+        'checked_against': {'release': table['name'], 'source': table['source'], 'complete': table['complete']}
+        if table and additional else None,
+        'warnings': warnings,
+    }
+    return recipe, problems

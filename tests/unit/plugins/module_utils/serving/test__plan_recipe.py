@@ -1,0 +1,287 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) kunpeng_ascend.vllm contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The recipe knobs (serving/_plan_recipe.py over serving/_recipe_knobs.py): --additional-config, --speculative-config
+and chunked prefill rendered from their variables, and the same knobs checked against the release whether they come
+from the variables or from vllm_service_extra_args."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.serving import _plan_recipe, _recipe_knobs, _serving
+
+# The defaults and the A2 host of the plan's own tests (pytest puts this folder on the path).
+from test__serving import DEEPSEEK_W8A8, RECIPE_ARGS, a2_facts, inputs
+
+# DeepSeek-V3's config.json as far as the check reads it (its MTP layer).
+DEEPSEEK_CONFIG = {'model_type': 'deepseek_v3', 'num_nextn_predict_layers': 1}
+
+
+def recipe(release='0.18.0', model_config=None, **changes):
+    return _plan_recipe.recipe_plan(dict(inputs(), **changes), release, model_config)
+
+
+# ------------------------------------------------------------------------------------------------- rendered
+
+def test_nothing_is_added_by_default():
+    assert _plan_recipe.recipe_args(inputs()) == []
+    assert recipe() == (_plan_recipe.NO_RECIPE, [])
+
+
+def test_the_typed_knobs_become_json_and_a_switch():
+    args = _plan_recipe.recipe_args(inputs(
+        additional_config={'enable_cpu_binding': True, 'eplb_config': {'dynamic_eplb': False}},
+        speculative_config={'num_speculative_tokens': 1, 'method': 'mtp'}, enable_chunked_prefill=False))
+    # Keys sorted, no spaces: the same unit for the same value.
+    assert args == ['--additional-config', '{"enable_cpu_binding":true,"eplb_config":{"dynamic_eplb":false}}',
+                    '--speculative-config', '{"method":"mtp","num_speculative_tokens":1}',
+                    '--no-enable-chunked-prefill']
+    assert _plan_recipe.recipe_args(inputs(enable_chunked_prefill=True)) == ['--enable-chunked-prefill']
+
+
+def test_the_knobs_sit_after_the_switches_and_before_the_extra_arguments():
+    result = _serving.serving_plan(inputs(additional_config={'enable_cpu_binding': False}, extra_args=['--seed', '1'],
+                                          enable_chunked_prefill=True), a2_facts())
+    assert result['problems'] == []
+    assert result['args'][-5:] == ['--additional-config', '{"enable_cpu_binding":false}', '--enable-chunked-prefill',
+                                   '--seed', '1']
+    assert result['recipe']['additional_config'] == {'enable_cpu_binding': False}
+    assert result['recipe']['checked_against']['release'] == '0.13.0'
+    assert result['recipe']['chunked_prefill'] is True
+
+
+# -------------------------------------------------------------------------------------------- input types
+
+@pytest.mark.parametrize('name, value, expected', [
+    ('additional_config', ['enable_cpu_binding'], 'vllm_service_additional_config must be a mapping'),
+    ('additional_config', '{"enable_cpu_binding": true}', 'vllm_service_additional_config must be a mapping'),
+    ('additional_config', {'pa_shape_list': [float('nan')]}, 'vllm_service_additional_config cannot be written as JSON'),
+    ('additional_config', {'eplb_config': {1: True}}, 'has keys that are not strings: 1'),
+    ('speculative_config', 3, 'vllm_service_speculative_config must be a mapping'),
+    ('enable_chunked_prefill', 'sometimes', 'vllm_service_enable_chunked_prefill must be true, false or null'),
+])
+def test_a_knob_of_the_wrong_type_is_refused_before_any_fact(name, value, expected):
+    found = _serving.check_inputs(inputs(**{name: value}))
+    assert any(expected in problem for problem in found), found
+
+
+def test_chunked_prefill_from_the_command_line_is_read_as_a_boolean():
+    assert _serving.check_inputs(inputs(enable_chunked_prefill='false')) == []
+
+
+# --------------------------------------------------------------------------------------- against the release
+
+def test_a_release_takes_the_newest_table_not_above_it():
+    assert _plan_recipe.table_for('0.18.0')['name'] == '0.18.0'
+    assert _plan_recipe.table_for('0.18.0rc1')['name'] == '0.18.0'
+    assert _plan_recipe.table_for('0.20.2')['name'] == '0.18.0'
+    assert _plan_recipe.table_for('0.32.0rc1')['name'] == 'main'
+    assert _plan_recipe.table_for('0.9.1')['name'] == '0.9.1'
+    assert _plan_recipe.table_for('0.7.3') is None
+    assert _plan_recipe.table_for('') is None
+    assert _plan_recipe.table_for('latest') is None
+
+
+def test_the_tables_are_newest_first_and_each_names_its_source():
+    releases = [table['release'] for table in _recipe_knobs.ADDITIONAL_CONFIG_TABLES]
+    assert releases == sorted(releases, reverse=True)
+    for table in _recipe_knobs.ADDITIONAL_CONFIG_TABLES:
+        assert 'vllm-ascend' in table['source'] or 'docs.vllm.ai' in table['source']
+
+
+def test_a_documented_key_of_the_right_type_passes():
+    result, found = recipe('0.18.0', additional_config={'enable_cpu_binding': False, 'eplb_config': {
+        'dynamic_eplb': True, 'expert_heat_collection_interval': 400}})
+    assert found == [] and result['warnings'] == []
+    assert result['checked_against'] == {'release': '0.18.0', 'complete': False,
+                                         'source': _plan_recipe.table_for('0.18.0')['source']}
+
+
+def test_a_misspelt_key_is_refused_naming_the_nearest_one():
+    dummy, found = recipe('0.18.0', additional_config={'enable_cpu_bindng': False})
+    assert found == ['vllm_service_additional_config: enable_cpu_bindng is a key no vllm-ascend release documents; '
+                     'did you mean enable_cpu_binding?']
+
+
+def test_a_misspelt_nested_key_is_refused_with_its_path():
+    dummy, found = recipe('0.23.0', additional_config={'eplb_config': {'dynamic_epbl': True}})
+    assert found == ['vllm_service_additional_config: eplb_config.dynamic_epbl is a key no vllm-ascend release '
+                     'documents; did you mean eplb_config.dynamic_eplb?']
+
+
+def test_a_key_of_other_releases_is_refused_where_the_whole_page_was_read():
+    # torchair's graph mode is the 0.9 to 0.11 way; main refuses unknown keys itself, after the model loaded.
+    dummy, found = recipe('0.30.0', additional_config={'torchair_graph_config': {'enabled': True}})
+    assert found == ['vllm_service_additional_config: torchair_graph_config is not a key of vllm-ascend 0.30.0 '
+                     '(documented in 0.11.0, 0.9.1; checked against main)']
+    dummy, found = recipe('0.11.0', additional_config={'enable_cpu_binding': True})
+    assert found == ['vllm_service_additional_config: enable_cpu_binding is not a key of vllm-ascend 0.11.0 '
+                     '(documented in main, 0.23.0, 0.18.0, 0.13.0; checked against 0.11.0)']
+
+
+def test_a_key_of_other_releases_is_a_warning_where_the_page_was_read_in_part():
+    result, found = recipe('0.18.0', additional_config={'enable_balance_scheduling': True})
+    assert found == []
+    assert result['warnings'] == [
+        'vllm_service_additional_config: enable_balance_scheduling is not in what this collection read of '
+        'vllm-ascend 0.18.0\'s keys (documented in 0.23.0); it is passed on as given']
+
+
+@pytest.mark.parametrize('config, expected', [
+    ({'enable_cpu_binding': 'false'}, 'enable_cpu_binding must be a boolean for vllm-ascend 0.18.0; got a string "false"'),
+    ({'SLO_limits_for_dynamic_batch': True}, 'SLO_limits_for_dynamic_batch must be a whole number for vllm-ascend '
+                                             '0.18.0; got a boolean true'),
+    ({'eplb_config': True}, 'eplb_config must be a mapping for vllm-ascend 0.18.0; got a boolean'),
+    ({'eplb_config': {'expert_map_path': 5}}, 'eplb_config.expert_map_path must be a string for vllm-ascend 0.18.0; '
+                                              'got a whole number 5'),
+])
+def test_a_value_of_the_wrong_type_is_refused(config, expected):
+    # "false" as a string would read as true in a release that takes the value as it comes.
+    dummy, found = recipe('0.18.0', additional_config=config)
+    assert [problem.split(': ', 1)[1] for problem in found] == [expected]
+
+
+def test_the_keys_of_a_mapping_the_page_leaves_open_are_passed_on():
+    result, found = recipe('0.11.0', additional_config={'ascend_scheduler_config': {'enabled': True,
+                                                                                    'enable_chunked_prefill': False}})
+    assert found == [] and result['warnings'] == []
+
+
+@pytest.mark.parametrize('release, reason', [
+    ('', 'the vllm-ascend release is not known (vllm_service_vllm_ascend_version)'),
+    ('0.7.3', 'vllm-ascend 0.7.3 documents no additional configuration (its page came with 0.9.1)'),
+])
+def test_without_a_table_only_misspellings_are_refused(release, reason):
+    result, found = recipe(release, additional_config={'torchair_graph_config': {'enabled': True}})
+    assert found == [] and result['checked_against'] is None
+    assert result['warnings'] == ['vllm_service_additional_config is checked for misspelt keys only: ' + reason]
+    dummy, found = recipe(release, additional_config={'torchair_grahp_config': {}})
+    assert found == ['vllm_service_additional_config: torchair_grahp_config is a key no vllm-ascend release documents; '
+                     'did you mean torchair_graph_config?']
+
+
+# ------------------------------------------------------------------------------- the same keys in extra_args
+
+@pytest.mark.parametrize('extra', [
+    ['--additional-config', '{"enable_cpu_bindng": false}'],
+    ['--additional-config={"enable_cpu_bindng": false}'],
+    ['--additional_config', '{"enable_cpu_bindng": false}'],
+    ['--additional-config.enable_cpu_bindng=false'],
+    ['--additional-config.enable_cpu_bindng', 'false'],
+])
+def test_extra_arguments_are_parsed_and_checked_the_same_way(extra):
+    result, found = recipe('0.18.0', extra_args=extra)
+    assert found == ['vllm_service_extra_args (--additional-config): enable_cpu_bindng is a key no vllm-ascend '
+                     'release documents; did you mean enable_cpu_binding?']
+    assert result['additional_config'] == {'enable_cpu_bindng': False}
+
+
+def test_dotted_extra_arguments_build_one_mapping():
+    result, found = recipe('0.18.0', extra_args=['--additional-config.eplb_config.dynamic_eplb=true',
+                                                 '--additional-config.eplb_config.expert_map_path', '/srv/map.json',
+                                                 '--additional-config.enable_cpu_binding=false'])
+    assert found == []
+    assert result['additional_config'] == {'eplb_config': {'dynamic_eplb': True, 'expert_map_path': '/srv/map.json'},
+                                           'enable_cpu_binding': False}
+
+
+@pytest.mark.parametrize('extra, expected', [
+    (['--additional-config', '{"enable_cpu_binding": tru}'], 'gives --additional-config a value that is not JSON'),
+    (['--additional-config', '[1, 2]'], 'gives --additional-config a list, not a JSON object'),
+    (['--speculative-config'], 'gives --speculative-config without a value'),
+])
+def test_extra_arguments_that_are_not_a_json_object_are_refused(extra, expected):
+    dummy, found = recipe('0.18.0', extra_args=extra)
+    assert len(found) == 1 and found[0].startswith('vllm_service_extra_args (') and expected in found[0], found
+
+
+def test_a_knob_given_by_its_variable_and_in_the_extra_arguments_is_refused():
+    dummy, found = recipe('0.18.0', additional_config={'enable_cpu_binding': False},
+                          extra_args=['--additional-config.enable_kv_nz=true'])
+    assert found == ['--additional-config is given twice, by vllm_service_additional_config and in '
+                     'vllm_service_extra_args: give it once']
+
+
+# -------------------------------------------------------------------------------------- speculative decoding
+
+def test_deepseek_mtp_passes_on_a_model_with_its_mtp_layer():
+    config = {'method': 'mtp', 'num_speculative_tokens': 3}
+    result, found = recipe(model_config=DEEPSEEK_CONFIG, speculative_config=config)
+    assert found == [] and result['speculative_config'] == {'method': 'mtp', 'num_speculative_tokens': 3}
+
+
+@pytest.mark.parametrize('config, model_config, expected', [
+    ({'method': 'mtp', 'num_speculative_tokens': 1}, {'model_type': 'qwen3'},
+     'method mtp drafts with the model\'s multi-token prediction layers, and the model\'s config.json has none '
+     '(num_nextn_predict_layers None)'),
+    ({'method': 'deepseek_mtp', 'num_speculative_tokens': 1}, dict(DEEPSEEK_CONFIG, num_nextn_predict_layers=0),
+     'num_nextn_predict_layers 0'),
+    ({'method': 'mtp', 'num_speculative_tokens': 0}, DEEPSEEK_CONFIG,
+     'num_speculative_tokens must be a whole number of 1 or more; got 0'),
+    ({'method': 'mtp', 'num_speculative_tokens': '3'}, DEEPSEEK_CONFIG,
+     'num_speculative_tokens must be a whole number of 1 or more; got "3"'),
+    ({'method': ['mtp']}, DEEPSEEK_CONFIG, 'method must be a string; got ["mtp"]'),
+])
+def test_a_speculative_config_the_model_or_vllm_cannot_take_is_refused(config, model_config, expected):
+    dummy, found = recipe(model_config=model_config, speculative_config=config)
+    assert len(found) == 1 and found[0].startswith('vllm_service_speculative_config: ') and expected in found[0], found
+
+
+def test_a_speculative_config_in_the_extra_arguments_is_checked_the_same_way():
+    dummy, found = recipe(model_config={'model_type': 'qwen3'},
+                          extra_args=['--speculative-config', json.dumps({'method': 'mtp', 'num_speculative_tokens': 1})])
+    assert len(found) == 1 and found[0].startswith('vllm_service_extra_args (--speculative-config): method mtp')
+
+
+def test_without_the_models_config_the_method_is_not_checked_against_it():
+    dummy, found = recipe(model_config=None, speculative_config={'method': 'mtp', 'num_speculative_tokens': 1})
+    assert found == []
+
+
+# ------------------------------------------------------------------------------------ through the whole plan
+
+def test_the_deepseek_r1_a3_tutorial_with_mtp_renders_its_flags_without_extra_args():
+    # vllm-ascend's DeepSeek-R1 tutorial, one A3 node: the recipe's flags and its speculative config.
+    facts = dict(a2_facts(chips=16, per_card=2, nodes=[0] * 8 + [1] * 8), model_config=DEEPSEEK_CONFIG)
+    result = _serving.serving_plan(inputs(image='quay.io/ascend/vllm-ascend:v0.30.0-a3', speculative_config={
+        'num_speculative_tokens': 3, 'method': 'mtp'}, **DEEPSEEK_W8A8), facts)
+    assert result['problems'] == []
+    assert result['args'][6:] == RECIPE_ARGS + ['--speculative-config', '{"method":"mtp","num_speculative_tokens":3}']
+
+
+def test_a_bad_knob_fails_the_whole_plan_naming_its_variable_and_release():
+    result = _serving.serving_plan(inputs(image='quay.io/ascend/vllm-ascend:v0.30.0-a3',
+                                          additional_config={'torchair_graph_config': {'enabled': True}}), a2_facts())
+    assert result['problems'] == ['vllm_service_additional_config: torchair_graph_config is not a key of vllm-ascend '
+                                  '0.30.0 (documented in 0.11.0, 0.9.1; checked against main)']
+
+
+def test_refused_inputs_still_give_a_recipe_to_read():
+    result = _serving.serving_plan(inputs(additional_config='graph mode'), a2_facts())
+    assert result['problems'] and result['recipe'] == _plan_recipe.NO_RECIPE
+
+
+# ------------------------------------------------------------------------------------ the guide's batching rule
+
+@pytest.mark.parametrize('seqs, has_npus, expected', [
+    (20, True, ['vllm_service_max_num_seqs is 20: the deployment guide this collection follows asks for a multiple of '
+                '16 on Ascend NPUs (such as 16); no vllm-ascend release requires it']),
+    (40, True, ['vllm_service_max_num_seqs is 40: the deployment guide this collection follows asks for a multiple of '
+                '16 on Ascend NPUs (such as 32); no vllm-ascend release requires it']),
+    (8, True, ['vllm_service_max_num_seqs is 8: the deployment guide this collection follows asks for a multiple of '
+               '16 on Ascend NPUs (such as 16); no vllm-ascend release requires it']),
+    (32, True, []),
+    (None, True, []),
+    (20, False, []),
+])
+def test_a_batch_size_off_the_guides_multiple_of_16_is_a_warning_on_npus(seqs, has_npus, expected):
+    assert _plan_recipe.batching_warnings(inputs(max_num_seqs=seqs), has_npus) == expected
+
+
+def test_the_batching_warning_reaches_the_plan_and_fails_nothing():
+    result = _serving.serving_plan(inputs(max_num_seqs=20), a2_facts())
+    assert result['problems'] == []
+    assert result['recipe']['warnings'] == _plan_recipe.batching_warnings(inputs(max_num_seqs=20), True)

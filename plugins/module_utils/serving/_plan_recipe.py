@@ -20,6 +20,7 @@ import difflib
 import json
 import re
 
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.common._secrets import mask_text, shown_json
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.common._text import texts_in
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.serving._recipe_knobs import (
     ADDITIONAL_CONFIG_TABLES,
@@ -63,6 +64,23 @@ def recipe_args(inputs):
     return args
 
 
+# How deep a knob's JSON may nest: the deepest any release documents is 3 (eplb_config's mappings in main); Python's
+# own JSON reader and writer recurse, and fail on a few thousand levels.
+MAX_DEPTH = 16
+
+
+def too_deep(value, limit=MAX_DEPTH):
+    """Whether ``value`` nests mappings and lists deeper than ``limit`` (walked without recursion, cycles included)."""
+    pending = [(value, 0)]
+    while pending:
+        item, depth = pending.pop()
+        if isinstance(item, (dict, list, tuple)):
+            if depth >= limit:
+                return True
+            pending.extend((child, depth + 1) for child in (item.values() if isinstance(item, dict) else item))
+    return False
+
+
 def input_problems(inputs):
     """The knobs' types, before any fact: each a mapping (or null), chunked prefill a boolean or null."""
     problems = []
@@ -73,6 +91,9 @@ def input_problems(inputs):
         if not isinstance(value, dict):
             problems.append('vllm_service_%s must be a mapping (vLLM\'s JSON object); got %s'
                             % (name, _JSON_TYPE_NAMES.get(type(value), type(value).__name__)))
+            continue
+        if too_deep(value):
+            problems.append('vllm_service_%s nests mappings or lists deeper than %d levels' % (name, MAX_DEPTH))
             continue
         try:
             json.dumps(value, allow_nan=False)
@@ -115,10 +136,21 @@ def _json_flag(arg):
 
 
 def _parsed(text):
+    """The JSON ``text`` holds and None, or None and why it is not JSON (nesting deeper than MAX_DEPTH included)."""
     try:
-        return json.loads(text), None
+        data = json.loads(text)
     except ValueError as error:
         return None, str(error)
+    except RecursionError:
+        return None, 'nested too deep'
+    if too_deep(data):
+        return None, 'nested deeper than %d levels' % MAX_DEPTH
+    try:
+        json.dumps(data, allow_nan=False)
+    except ValueError:
+        # Python reads NaN and Infinity (and 1e400 as infinity); JSON has neither, and no knob takes one.
+        return None, 'it holds NaN or an infinity'
+    return data, None
 
 
 def knobs_in_argv(args, typed_args_count):
@@ -154,7 +186,7 @@ def knobs_in_argv(args, typed_args_count):
         if path is None:
             data, error = _parsed(value)
             if error:
-                problems.append('%s gives %s a value that is not JSON (%s): %s' % (where, flag, error, value[:120]))
+                problems.append('%s gives %s a value that is not JSON (%s): %s' % (where, flag, error, mask_text(value)[:120]))
                 continue
             if not isinstance(data, dict):
                 problems.append('%s gives %s %s, not a JSON object' % (where, flag, _JSON_TYPE_NAMES.get(type(data))))
@@ -247,7 +279,7 @@ def _check_mapping(value, spec, path, release, table, source, problems, warnings
             problems.append('%s: %s must be %s for vllm-ascend %s; got %s %s' % (
                 source, shown, _JSON_TYPE_NAMES[{'bool': bool, 'int': int, 'float': float, 'str': str, 'list': list,
                                                  'dict': dict}[key_spec]],
-                release, _JSON_TYPE_NAMES.get(type(value[key])), compact_json(value[key])[:60]))
+                release, _JSON_TYPE_NAMES.get(type(value[key])), shown_json(value[key])[:60]))
 
 
 def _speculative_problems(config, source, model_config):
@@ -255,10 +287,10 @@ def _speculative_problems(config, source, model_config):
     tokens = config.get('num_speculative_tokens')
     if tokens is not None and (not _TYPES['int'](tokens) or tokens < 1):
         problems.append('%s: num_speculative_tokens must be a whole number of 1 or more; got %s'
-                        % (source, compact_json(tokens)[:40]))
+                        % (source, shown_json(tokens)[:40]))
     method = config.get('method')
     if method is not None and not isinstance(method, str):
-        problems.append('%s: method must be a string; got %s' % (source, compact_json(method)[:40]))
+        problems.append('%s: method must be a string; got %s' % (source, shown_json(method)[:40]))
     elif method in MTP_METHODS and isinstance(model_config, dict):
         layers = model_config.get('num_nextn_predict_layers')
         if not _TYPES['int'](layers) or layers < 1:

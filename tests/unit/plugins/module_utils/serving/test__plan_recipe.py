@@ -61,11 +61,25 @@ def test_the_knobs_sit_after_the_switches_and_before_the_extra_arguments():
     ('additional_config', {'pa_shape_list': [float('nan')]}, 'vllm_service_additional_config cannot be written as JSON'),
     ('additional_config', {'eplb_config': {1: True}}, 'has keys that are not strings: 1'),
     ('speculative_config', 3, 'vllm_service_speculative_config must be a mapping'),
+    ('speculative_config', {'num_speculative_tokens': float('inf')}, 'vllm_service_speculative_config cannot be written as JSON'),
+    ('additional_config', {'eplb_config': {'expert_map_path': 'a\nb'}}, 'holds a control character in a key or a value'),
     ('enable_chunked_prefill', 'sometimes', 'vllm_service_enable_chunked_prefill must be true, false or null'),
 ])
 def test_a_knob_of_the_wrong_type_is_refused_before_any_fact(name, value, expected):
     found = _serving.check_inputs(inputs(**{name: value}))
     assert any(expected in problem for problem in found), found
+
+
+def test_a_knob_nested_too_deep_or_in_a_cycle_is_refused_without_a_traceback():
+    deep = value = {}
+    for dummy in range(5000):
+        value['a'] = {}
+        value = value['a']
+    cycle = {}
+    cycle['again'] = cycle
+    for knob in (deep, cycle):
+        assert _serving.check_inputs(inputs(additional_config=knob)) == [
+            'vllm_service_additional_config nests mappings or lists deeper than 16 levels']
 
 
 def test_chunked_prefill_from_the_command_line_is_read_as_a_boolean():
@@ -192,6 +206,11 @@ def test_dotted_extra_arguments_build_one_mapping():
     (['--additional-config', '{"enable_cpu_binding": tru}'], 'gives --additional-config a value that is not JSON'),
     (['--additional-config', '[1, 2]'], 'gives --additional-config a list, not a JSON object'),
     (['--speculative-config'], 'gives --speculative-config without a value'),
+    (['--additional-config='], 'gives --additional-config a value that is not JSON'),
+    (['--additional-config', '{"pa_shape_list": [NaN]}'], 'not JSON (it holds NaN or an infinity)'),
+    (['--speculative-config', '{"num_speculative_tokens": 1e400}'], 'not JSON (it holds NaN or an infinity)'),
+    (['--additional-config', '{"a":' * 5000 + '1' + '}' * 5000], 'not JSON (nested too deep)'),
+    (['--additional-config', '{"a":' * 20 + '1' + '}' * 20], 'not JSON (nested deeper than 16 levels)'),
 ])
 def test_extra_arguments_that_are_not_a_json_object_are_refused(extra, expected):
     dummy, found = recipe('0.18.0', extra_args=extra)
@@ -285,3 +304,10 @@ def test_the_batching_warning_reaches_the_plan_and_fails_nothing():
     result = _serving.serving_plan(inputs(max_num_seqs=20), a2_facts())
     assert result['problems'] == []
     assert result['recipe']['warnings'] == _plan_recipe.batching_warnings(inputs(max_num_seqs=20), True)
+
+
+def test_a_password_in_a_knob_is_never_shown():
+    dummy, found = recipe('0.18.0', additional_config={'eplb_config': {'expert_map_path': ['https://u:s3cret@maps/x']}})
+    assert len(found) == 1 and 's3cret' not in found[0] and 'expert_map_path must be a string' in found[0]
+    dummy, found = recipe('0.18.0', extra_args=['--additional-config', '{"x": "https://u:s3cret@maps/x"'])
+    assert len(found) == 1 and 's3cret' not in found[0] and 'not JSON' in found[0]

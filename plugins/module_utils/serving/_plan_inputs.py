@@ -84,7 +84,7 @@ INPUT_KEYS = (
     'data_parallel_size_local', 'headless', 'distributed_executor_backend', 'cluster_args', 'cluster_env',
     'enable_expert_parallel', 'max_model_len', 'max_num_seqs', 'max_num_batched_tokens', 'gpu_memory_utilization',
     'quantization', 'dtype', 'scheduling_policy', 'enforce_eager', 'additional_config', 'speculative_config',
-    'enable_chunked_prefill', 'extra_args', 'env', 'cpu_kvcache_space',
+    'compilation_config', 'enable_chunked_prefill', 'enable_prefix_caching', 'extra_args', 'env', 'cpu_kvcache_space',
     'vllm_ascend_version', 'npus', 'numa_bind', 'venv', 'pip_packages', 'image', 'container_engine', 'shm_size',
     'use_ascend_runtime', 'mount_driver_dir', 'volumes', 'network', 'ipc_host', 'cap_add', 'cache_dir', 'user',
     'cann_env_file', 'sizing', 'npu_smi_path', 'pip_remove', 'model_manifest', 'model_source', 'python', 'pip_wheelhouse',
@@ -282,7 +282,7 @@ ROLE_NUMBERS = (
 )
 FLOAT_INPUTS = ('gpu_memory_utilization',)
 BOOL_INPUTS = ('enable_expert_parallel', 'enforce_eager', 'headless', 'mount_driver_dir', 'api_key_set', 'ipc_host',
-               'enable_chunked_prefill')
+               'enable_chunked_prefill', 'enable_prefix_caching')
 _TRUE = ('true', 'yes', 'on', '1')
 _FALSE = ('false', 'no', 'off', '0')
 

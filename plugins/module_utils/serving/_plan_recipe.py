@@ -7,8 +7,8 @@
 """Private to the kunpeng_ascend.vllm collection: not a public API, it may change without notice.
 
 A step of the serving plan (_serving.py, after the argv): the recipe knobs of vllm-ascend's DeepSeek tutorials -
-``--additional-config``, ``--speculative-config`` and chunked prefill - rendered from their typed variables
-(``recipe_args``, which _plan_argv puts in the argv) and checked in the final argv against the release
+``--additional-config``, ``--speculative-config``, ``--compilation-config``, chunked prefill and prefix caching -
+rendered from their typed variables (``recipe_args``, which _plan_argv puts in the argv) and checked in the final argv against the release
 (``recipe_plan``): the same keys given through vllm_service_extra_args are parsed and checked the same way, never
 passed blind. The tables of keys per release are _recipe_knobs'. Standard library only.
 Its tests: tests/unit/plugins/module_utils/serving/test__plan_recipe.py.
@@ -30,7 +30,15 @@ from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.serving._recip
 
 ADDITIONAL = '--additional-config'
 SPECULATIVE = '--speculative-config'
-_JSON_FLAGS = (ADDITIONAL, SPECULATIVE)
+COMPILATION = '--compilation-config'
+# The knobs vLLM takes as JSON, and the switches with their negation: (variable without its prefix, option...).
+JSON_KNOBS = (('additional_config', ADDITIONAL), ('speculative_config', SPECULATIVE),
+              ('compilation_config', COMPILATION))
+SWITCH_KNOBS = (('enable_chunked_prefill', '--enable-chunked-prefill', '--no-enable-chunked-prefill'),
+                ('enable_prefix_caching', '--enable-prefix-caching', '--no-enable-prefix-caching'))
+_JSON_FLAGS = tuple(flag for dummy, flag in JSON_KNOBS)
+# vLLM's graph capture modes (CUDAGraphMode; vllm-ascend's ACL graph takes the same names).
+CUDAGRAPH_MODES = ('NONE', 'PIECEWISE', 'FULL', 'FULL_DECODE_ONLY', 'FULL_AND_PIECEWISE')
 _RELEASE = re.compile(r'^(\d+)\.(\d+)\.(\d+)')
 _CONTROL = re.compile(r'[\x00-\x1f\x7f]')
 _TYPES = {
@@ -51,16 +59,15 @@ def compact_json(value):
 
 
 def recipe_args(inputs):
-    """The `vllm serve` options of the typed knobs: vllm_service_additional_config and vllm_service_speculative_config
-    as JSON, vllm_service_enable_chunked_prefill as its switch (null: vLLM's default)."""
+    """The `vllm serve` options of the typed knobs: the additional, speculative and compilation configurations as
+    JSON, chunked prefill and prefix caching as their switch or its negation (null: vLLM's default)."""
     args = []
-    if inputs.get('additional_config'):
-        args += [ADDITIONAL, compact_json(inputs['additional_config'])]
-    if inputs.get('speculative_config'):
-        args += [SPECULATIVE, compact_json(inputs['speculative_config'])]
-    chunked = inputs.get('enable_chunked_prefill')
-    if chunked is not None:
-        args.append('--enable-chunked-prefill' if chunked else '--no-enable-chunked-prefill')
+    for name, flag in JSON_KNOBS:
+        if inputs.get(name):
+            args += [flag, compact_json(inputs[name])]
+    for name, flag, negation in SWITCH_KNOBS:
+        if inputs.get(name) is not None:
+            args.append(flag if inputs[name] else negation)
     return args
 
 
@@ -82,9 +89,9 @@ def too_deep(value, limit=MAX_DEPTH):
 
 
 def input_problems(inputs):
-    """The knobs' types, before any fact: each a mapping (or null), chunked prefill a boolean or null."""
+    """The knobs' types, before any fact: each configuration a mapping (or null), each switch a boolean or null."""
     problems = []
-    for name in ('additional_config', 'speculative_config'):
+    for name, dummy in JSON_KNOBS:
         value = inputs.get(name)
         if value is None or value == {}:
             continue
@@ -106,10 +113,11 @@ def input_problems(inputs):
         elif any(_CONTROL.search(text) for text in texts_in(value)):
             # JSON would escape it, but no key or value vllm-ascend documents holds one: a paste gone wrong.
             problems.append('vllm_service_%s holds a control character in a key or a value' % name)
-    chunked = inputs.get('enable_chunked_prefill')
-    if chunked is not None and not isinstance(chunked, bool):
-        problems.append('vllm_service_enable_chunked_prefill must be true, false or null (vLLM\'s default); got %s'
-                        % _JSON_TYPE_NAMES.get(type(chunked), type(chunked).__name__))
+    for name, dummy, dummy_negation in SWITCH_KNOBS:
+        value = inputs.get(name)
+        if value is not None and not isinstance(value, bool):
+            problems.append('vllm_service_%s must be true, false or null (vLLM\'s default); got %s'
+                            % (name, _JSON_TYPE_NAMES.get(type(value), type(value).__name__)))
     return problems
 
 
@@ -186,7 +194,8 @@ def knobs_in_argv(args, typed_args_count):
         if path is None:
             data, error = _parsed(value)
             if error:
-                problems.append('%s gives %s a value that is not JSON (%s): %s' % (where, flag, error, mask_text(value)[:120]))
+                problems.append('%s gives %s a value that is not JSON (%s): %s'
+                                % (where, flag, error, mask_text(value)[:120]))
                 continue
             if not isinstance(data, dict):
                 problems.append('%s gives %s %s, not a JSON object' % (where, flag, _JSON_TYPE_NAMES.get(type(data))))
@@ -300,6 +309,29 @@ def _speculative_problems(config, source, model_config):
     return problems
 
 
+def _compilation_problems(config, source, speculative):
+    """vLLM's graph capture: a mode it knows, capture sizes that are whole numbers of 1 or more; and, with speculative
+    decoding, sizes that are multiples of 1 + num_speculative_tokens (vLLM makes them so since its PR 28315, or
+    refuses a layout where it cannot), as a warning."""
+    problems, warnings = [], []
+    mode = config.get('cudagraph_mode')
+    if mode is not None and mode not in CUDAGRAPH_MODES:
+        problems.append('%s: cudagraph_mode must be one of %s; got %s' % (source, ', '.join(CUDAGRAPH_MODES),
+                                                                          shown_json(mode)[:60]))
+    sizes = config.get('cudagraph_capture_sizes')
+    if sizes is not None and (not isinstance(sizes, list) or not sizes
+                              or not all(_TYPES['int'](size) and size >= 1 for size in sizes)):
+        problems.append('%s: cudagraph_capture_sizes must be a list of whole numbers of 1 or more; got %s'
+                        % (source, shown_json(sizes)[:60]))
+    elif sizes and speculative and _TYPES['int'](speculative.get('num_speculative_tokens')):
+        step = speculative['num_speculative_tokens'] + 1
+        off = [size for size in sizes if size % step]
+        if off:
+            warnings.append('%s: cudagraph_capture_sizes %s are not multiples of %d (1 + num_speculative_tokens): vLLM '
+                            'rounds them or refuses the layout at start' % (source, shown_json(off), step))
+    return problems, warnings
+
+
 # The batch size the deployment guide this collection follows asks for on NPUs (a multiple of it). No vllm-ascend
 # release documents such a rule (docs/recipes.md): it stays a warning.
 GUIDE_BATCH_MULTIPLE = 16
@@ -311,22 +343,23 @@ def batching_warnings(inputs, has_npus):
     seqs = inputs.get('max_num_seqs')
     if not has_npus or not isinstance(seqs, int) or isinstance(seqs, bool) or seqs % GUIDE_BATCH_MULTIPLE == 0:
         return []
+    nearest = max(GUIDE_BATCH_MULTIPLE, seqs // GUIDE_BATCH_MULTIPLE * GUIDE_BATCH_MULTIPLE)
     return ['vllm_service_max_num_seqs is %d: the deployment guide this collection follows asks for a multiple of %d on '
-            'Ascend NPUs (such as %d); no vllm-ascend release requires it' % (
-                seqs, GUIDE_BATCH_MULTIPLE, max(GUIDE_BATCH_MULTIPLE, seqs // GUIDE_BATCH_MULTIPLE * GUIDE_BATCH_MULTIPLE))]
+            'Ascend NPUs (such as %d); no vllm-ascend release requires it' % (seqs, GUIDE_BATCH_MULTIPLE, nearest)]
 
 
 # The recipe of a plan whose inputs were refused before any knob was read.
-NO_RECIPE = {'additional_config': None, 'speculative_config': None, 'chunked_prefill': None, 'checked_against': None,
-             'warnings': []}
+NO_RECIPE = {'additional_config': None, 'speculative_config': None, 'compilation_config': None, 'chunked_prefill': None,
+             'prefix_caching': None, 'checked_against': None, 'warnings': []}
 
 
 def recipe_plan(inputs, release, model_config, has_npus=False):
     """The knobs of the final argv - from the typed variables (recipe_args), the cluster's arguments and
     vllm_service_extra_args - checked against vllm-ascend ``release`` and the model's config.json (``model_config``,
-    or None when not read), and the guide's batching rule on a host with NPUs. Returns the plan's ``recipe`` (``additional_config``, ``speculative_config``,
-    ``chunked_prefill``, ``checked_against``: the table's release, source and completeness, or None, and
-    ``warnings``) and the problems."""
+    or None when not read), and the guide's batching rule on a host with NPUs. Returns the plan's ``recipe``
+    (``additional_config``, ``speculative_config``, ``compilation_config``, ``chunked_prefill``, ``prefix_caching``,
+    ``checked_against``: the table's release, source and completeness, or None, and ``warnings``) and the
+    problems."""
     typed = recipe_args(inputs)
     found, problems = knobs_in_argv(
         typed + list(inputs.get('cluster_args') or []) + list(inputs.get('extra_args') or []), len(typed))
@@ -346,10 +379,19 @@ def recipe_plan(inputs, release, model_config, has_npus=False):
         source = ('vllm_service_extra_args (%s)' % SPECULATIVE if found[SPECULATIVE]['from_extra']
                   else 'vllm_service_speculative_config')
         problems.extend(_speculative_problems(speculative, source, model_config))
+    compilation = (found.get(COMPILATION) or {}).get('value')
+    if compilation:
+        source = ('vllm_service_extra_args (%s)' % COMPILATION if found[COMPILATION]['from_extra']
+                  else 'vllm_service_compilation_config')
+        compilation_problems, compilation_warnings = _compilation_problems(compilation, source, speculative)
+        problems.extend(compilation_problems)
+        warnings.extend(compilation_warnings)
     recipe = {
         'additional_config': additional or None,
         'speculative_config': speculative or None,
+        'compilation_config': compilation or None,
         'chunked_prefill': inputs.get('enable_chunked_prefill'),
+        'prefix_caching': inputs.get('enable_prefix_caching'),
         'checked_against': {'release': table['name'], 'source': table['source'], 'complete': table['complete']}
         if table and additional else None,
         'warnings': warnings,

@@ -133,6 +133,9 @@ DICT_STRINGS = {
     'vllm_service_speculative_config': (
         lambda char: {'method': 'mtp' + char, 'num_speculative_tokens': 1},
     ),
+    'vllm_service_compilation_config': (
+        lambda char: {'cudagraph_mode': 'FULL_DECODE_ONLY' + char},
+    ),
     'vllm_service_cluster_env': (
         lambda char: {'HCCL_IF_IP' + char: '10.10.0.21'},
         lambda char: {'HCCL_IF_IP': '10.10.0.21' + char},
@@ -280,7 +283,8 @@ CASES = {
     'vllm_service a port from the command line': ('vllm_service', {'vllm_service_port': '8080'}, None),
     'vllm_service the recipe knobs': ('vllm_service', {
         'vllm_service_additional_config': {'enable_cpu_binding': False}, 'vllm_service_enable_chunked_prefill': True,
-        'vllm_service_speculative_config': {'method': 'mtp', 'num_speculative_tokens': 1}}, None),
+        'vllm_service_speculative_config': {'method': 'mtp', 'num_speculative_tokens': 1},
+        'vllm_service_compilation_config': {'cudagraph_mode': 'FULL_DECODE_ONLY'}, 'vllm_service_enable_prefix_caching': False}, None),
     'vllm_service an additional config that is not a mapping': ('vllm_service', {
         'vllm_service_additional_config': '{"enable_cpu_binding": false}'}, 'vllm_service_additional_config'),
     'vllm_service chunked prefill sometimes': ('vllm_service', {'vllm_service_enable_chunked_prefill': 'sometimes'},

@@ -40,6 +40,8 @@ def test_the_typed_knobs_become_json_and_a_switch():
                     '--speculative-config', '{"method":"mtp","num_speculative_tokens":1}',
                     '--no-enable-chunked-prefill']
     assert _plan_recipe.recipe_args(inputs(enable_chunked_prefill=True)) == ['--enable-chunked-prefill']
+    assert _plan_recipe.recipe_args(inputs(enable_prefix_caching=True, enable_chunked_prefill=True)) == [
+        '--enable-chunked-prefill', '--enable-prefix-caching']
 
 
 def test_the_knobs_sit_after_the_switches_and_before_the_extra_arguments():
@@ -64,6 +66,8 @@ def test_the_knobs_sit_after_the_switches_and_before_the_extra_arguments():
     ('speculative_config', {'num_speculative_tokens': float('inf')}, 'vllm_service_speculative_config cannot be written as JSON'),
     ('additional_config', {'eplb_config': {'expert_map_path': 'a\nb'}}, 'holds a control character in a key or a value'),
     ('enable_chunked_prefill', 'sometimes', 'vllm_service_enable_chunked_prefill must be true, false or null'),
+    ('enable_prefix_caching', 2, 'vllm_service_enable_prefix_caching must be true, false or null'),
+    ('compilation_config', 'FULL_DECODE_ONLY', 'vllm_service_compilation_config must be a mapping'),
 ])
 def test_a_knob_of_the_wrong_type_is_refused_before_any_fact(name, value, expected):
     found = _serving.check_inputs(inputs(**{name: value}))
@@ -262,13 +266,57 @@ def test_without_the_models_config_the_method_is_not_checked_against_it():
 
 # ------------------------------------------------------------------------------------ through the whole plan
 
-def test_the_deepseek_r1_a3_tutorial_with_mtp_renders_its_flags_without_extra_args():
-    # vllm-ascend's DeepSeek-R1 tutorial, one A3 node: the recipe's flags and its speculative config.
-    facts = dict(a2_facts(chips=16, per_card=2, nodes=[0] * 8 + [1] * 8), model_config=DEEPSEEK_CONFIG)
-    result = _serving.serving_plan(inputs(image='quay.io/ascend/vllm-ascend:v0.30.0-a3', speculative_config={
-        'num_speculative_tokens': 3, 'method': 'mtp'}, **DEEPSEEK_W8A8), facts)
+A3_FACTS = dict(a2_facts(chips=16, per_card=2, nodes=[0] * 8 + [1] * 8), model_config=DEEPSEEK_CONFIG)
+A3_IMAGE = 'quay.io/ascend/vllm-ascend:v0.30.0-a3'
+# The knobs of vllm-ascend's DeepSeek-R1 and V3.1 tutorials (docs/source/tutorials/models/DeepSeek-R1.md and
+# DeepSeek-V3.1.md at commit 046d6515d38bba4276c74b9f3934366c75468734): MTP with 3 tokens, decode-only graphs.
+TUTORIAL_KNOBS = {'speculative_config': {'num_speculative_tokens': 3, 'method': 'mtp'},
+                  'compilation_config': {'cudagraph_mode': 'FULL_DECODE_ONLY'}}
+TUTORIAL_ARGS = ['--speculative-config', '{"method":"mtp","num_speculative_tokens":3}',
+                 '--compilation-config', '{"cudagraph_mode":"FULL_DECODE_ONLY"}']
+
+
+def test_the_deepseek_r1_a3_tutorial_renders_its_flags_without_extra_args():
+    result = _serving.serving_plan(inputs(image=A3_IMAGE, **dict(DEEPSEEK_W8A8, **TUTORIAL_KNOBS)), A3_FACTS)
+    assert result['problems'] == [] and result['recipe']['warnings'] == []
+    assert result['args'][6:] == RECIPE_ARGS + TUTORIAL_ARGS
+
+
+def test_the_deepseek_v3_1_a3_tutorial_adds_no_prefix_caching():
+    result = _serving.serving_plan(inputs(image=A3_IMAGE, enable_prefix_caching=False,
+                                          **dict(DEEPSEEK_W8A8, **TUTORIAL_KNOBS)), A3_FACTS)
     assert result['problems'] == []
-    assert result['args'][6:] == RECIPE_ARGS + ['--speculative-config', '{"method":"mtp","num_speculative_tokens":3}']
+    assert result['args'][6:] == RECIPE_ARGS + TUTORIAL_ARGS + ['--no-enable-prefix-caching']
+    assert result['recipe']['prefix_caching'] is False
+
+
+def test_the_same_tutorial_through_extra_args_is_checked_the_same_way():
+    extra = ['--speculative-config', '{"num_speculative_tokens":3,"method":"mtp"}',
+             '--compilation-config', '{"cudagraph_mode": "FULL_DECODE_ONY"}']
+    result = _serving.serving_plan(inputs(image=A3_IMAGE, extra_args=extra, **DEEPSEEK_W8A8), A3_FACTS)
+    assert result['problems'] == [
+        'vllm_service_extra_args (--compilation-config): cudagraph_mode must be one of NONE, PIECEWISE, FULL, '
+        'FULL_DECODE_ONLY, FULL_AND_PIECEWISE; got "FULL_DECODE_ONY"']
+
+
+@pytest.mark.parametrize('config, expected', [
+    ({'cudagraph_capture_sizes': []}, 'cudagraph_capture_sizes must be a list of whole numbers of 1 or more; got []'),
+    ({'cudagraph_capture_sizes': [1, 0]}, 'cudagraph_capture_sizes must be a list of whole numbers of 1 or more'),
+    ({'cudagraph_capture_sizes': '1,2,4'}, 'cudagraph_capture_sizes must be a list of whole numbers of 1 or more'),
+    ({'cudagraph_mode': 2}, 'cudagraph_mode must be one of NONE'),
+])
+def test_a_compilation_config_vllm_cannot_take_is_refused(config, expected):
+    dummy, found = recipe(compilation_config=config)
+    assert len(found) == 1 and found[0].startswith('vllm_service_compilation_config: ') and expected in found[0], found
+
+
+def test_capture_sizes_off_the_speculative_step_are_a_warning():
+    # The 310P tutorial captures [1, 2, 4]; with MTP of 1 token vLLM wants multiples of 2.
+    result, found = recipe(model_config=DEEPSEEK_CONFIG, speculative_config={'method': 'mtp', 'num_speculative_tokens': 1},
+                           compilation_config={'cudagraph_mode': 'FULL_DECODE_ONLY', 'cudagraph_capture_sizes': [1, 2, 4]})
+    assert found == []
+    assert result['warnings'] == ['vllm_service_compilation_config: cudagraph_capture_sizes [1] are not multiples of 2 '
+                                  '(1 + num_speculative_tokens): vLLM rounds them or refuses the layout at start']
 
 
 def test_a_bad_knob_fails_the_whole_plan_naming_its_variable_and_release():

@@ -8,9 +8,9 @@
 
 A step of the serving plan (_serving.py, after the argv): the recipe knobs of vllm-ascend's DeepSeek tutorials -
 ``--additional-config``, ``--speculative-config``, ``--compilation-config``, chunked prefill and prefix caching -
-rendered from their typed variables (``recipe_args``, which _plan_argv puts in the argv) and checked in the final argv against the release
-(``recipe_plan``): the same keys given through vllm_service_extra_args are parsed and checked the same way, never
-passed blind. The tables of keys per release are _recipe_knobs'. Standard library only.
+rendered from their typed variables (``recipe_args``, which _plan_argv puts in the argv) and checked in the final
+argv against the release (``recipe_plan``): the same keys given through vllm_service_extra_args are parsed and
+checked the same way, never passed blind. The tables of keys per release are _recipe_knobs'. Standard library only.
 Its tests: tests/unit/plugins/module_utils/serving/test__plan_recipe.py.
 """
 
@@ -130,16 +130,22 @@ def _all_keys(mapping):
 
 # ------------------------------------------------------------------------------------------- the knobs in the argv
 
+# The path _json_flag gives an abbreviated option (a marker, never a real path).
+ABBREVIATED = object()
+
+
 def _json_flag(arg):
     """(flag, dotted path or None, inline value or None) when ``arg`` gives one of the JSON knobs in any spelling
-    vLLM reads (``--flag``, ``--flag=value``, ``--flag.key.sub=value``, ``_`` for ``-`` in the flag); else None."""
+    vLLM reads (``--flag``, ``--flag=value``, ``--flag.key.sub=value``, ``_`` for ``-`` in the flag); (flag,
+    ABBREVIATED, None) for a shorter prefix of one, which argparse may take for it; else None."""
     if not isinstance(arg, str) or not arg.startswith('--'):
         return None
     name, has_value, value = arg.partition('=')
     flag, _dot, path = name.partition('.')
     flag = '--' + flag[2:].replace('_', '-')
     if flag not in _JSON_FLAGS:
-        return None
+        abbreviated = [known for known in _JSON_FLAGS if len(flag) > 3 and known.startswith(flag)]
+        return (abbreviated[0], ABBREVIATED, None) if abbreviated else None
     return flag, path or None, value if has_value else None
 
 
@@ -174,6 +180,11 @@ def knobs_in_argv(args, typed_args_count):
             index += 1
             continue
         flag, path, value = parsed
+        if path is ABBREVIATED:
+            problems.append('vllm_service_extra_args: %s may abbreviate %s, which the plan checks: spell it out'
+                            % (args[index].split('=', 1)[0], flag))
+            index += 1
+            continue
         position = index
         if value is None:
             value = args[index + 1] if index + 1 < len(args) else None
@@ -344,8 +355,8 @@ def batching_warnings(inputs, has_npus):
     if not has_npus or not isinstance(seqs, int) or isinstance(seqs, bool) or seqs % GUIDE_BATCH_MULTIPLE == 0:
         return []
     nearest = max(GUIDE_BATCH_MULTIPLE, seqs // GUIDE_BATCH_MULTIPLE * GUIDE_BATCH_MULTIPLE)
-    return ['vllm_service_max_num_seqs is %d: the deployment guide this collection follows asks for a multiple of %d on '
-            'Ascend NPUs (such as %d); no vllm-ascend release requires it' % (seqs, GUIDE_BATCH_MULTIPLE, nearest)]
+    return ['vllm_service_max_num_seqs is %d: the deployment guide this collection follows asks for a multiple of %d '
+            'on Ascend NPUs (such as %d); no vllm-ascend release requires it' % (seqs, GUIDE_BATCH_MULTIPLE, nearest)]
 
 
 # The recipe of a plan whose inputs were refused before any knob was read.

@@ -60,11 +60,14 @@ def test_the_knobs_sit_after_the_switches_and_before_the_extra_arguments():
 @pytest.mark.parametrize('name, value, expected', [
     ('additional_config', ['enable_cpu_binding'], 'vllm_service_additional_config must be a mapping'),
     ('additional_config', '{"enable_cpu_binding": true}', 'vllm_service_additional_config must be a mapping'),
-    ('additional_config', {'pa_shape_list': [float('nan')]}, 'vllm_service_additional_config cannot be written as JSON'),
+    ('additional_config', {'pa_shape_list': [float('nan')]},
+     'vllm_service_additional_config cannot be written as JSON'),
     ('additional_config', {'eplb_config': {1: True}}, 'has keys that are not strings: 1'),
     ('speculative_config', 3, 'vllm_service_speculative_config must be a mapping'),
-    ('speculative_config', {'num_speculative_tokens': float('inf')}, 'vllm_service_speculative_config cannot be written as JSON'),
-    ('additional_config', {'eplb_config': {'expert_map_path': 'a\nb'}}, 'holds a control character in a key or a value'),
+    ('speculative_config', {'num_speculative_tokens': float('inf')},
+     'vllm_service_speculative_config cannot be written as JSON'),
+    ('additional_config', {'eplb_config': {'expert_map_path': 'a\nb'}},
+     'holds a control character in a key or a value'),
     ('enable_chunked_prefill', 'sometimes', 'vllm_service_enable_chunked_prefill must be true, false or null'),
     ('enable_prefix_caching', 2, 'vllm_service_enable_prefix_caching must be true, false or null'),
     ('compilation_config', 'FULL_DECODE_ONLY', 'vllm_service_compilation_config must be a mapping'),
@@ -149,7 +152,8 @@ def test_a_key_of_other_releases_is_a_warning_where_the_page_was_read_in_part():
 
 
 @pytest.mark.parametrize('config, expected', [
-    ({'enable_cpu_binding': 'false'}, 'enable_cpu_binding must be a boolean for vllm-ascend 0.18.0; got a string "false"'),
+    ({'enable_cpu_binding': 'false'},
+     'enable_cpu_binding must be a boolean for vllm-ascend 0.18.0; got a string "false"'),
     ({'SLO_limits_for_dynamic_batch': True}, 'SLO_limits_for_dynamic_batch must be a whole number for vllm-ascend '
                                              '0.18.0; got a boolean true'),
     ({'eplb_config': True}, 'eplb_config must be a mapping for vllm-ascend 0.18.0; got a boolean'),
@@ -221,6 +225,19 @@ def test_extra_arguments_that_are_not_a_json_object_are_refused(extra, expected)
     assert len(found) == 1 and found[0].startswith('vllm_service_extra_args (') and expected in found[0], found
 
 
+@pytest.mark.parametrize('extra', [['--additional-conf', '{"x": 1}'], ['--speculative={"method": "mtp"}'],
+                                   ['--compilation_c', '{}']])
+def test_an_abbreviated_knob_is_refused_so_that_none_passes_unchecked(extra):
+    dummy, found = recipe('0.18.0', extra_args=extra)
+    written = extra[0].split('=')[0]
+    assert len(found) == 1 and found[0].startswith('vllm_service_extra_args: %s may abbreviate --' % written)
+    assert found[0].endswith(', which the plan checks: spell it out')
+
+
+def test_other_options_are_left_to_vllm():
+    assert recipe('0.18.0', extra_args=['--seed', '1024', '--trust-remote-code', '--a', 'x'])[1] == []
+
+
 def test_a_knob_given_by_its_variable_and_in_the_extra_arguments_is_refused():
     dummy, found = recipe('0.18.0', additional_config={'enable_cpu_binding': False},
                           extra_args=['--additional-config.enable_kv_nz=true'])
@@ -255,7 +272,8 @@ def test_a_speculative_config_the_model_or_vllm_cannot_take_is_refused(config, m
 
 def test_a_speculative_config_in_the_extra_arguments_is_checked_the_same_way():
     dummy, found = recipe(model_config={'model_type': 'qwen3'},
-                          extra_args=['--speculative-config', json.dumps({'method': 'mtp', 'num_speculative_tokens': 1})])
+                          extra_args=['--speculative-config',
+                                      json.dumps({'method': 'mtp', 'num_speculative_tokens': 1})])
     assert len(found) == 1 and found[0].startswith('vllm_service_extra_args (--speculative-config): method mtp')
 
 
@@ -312,8 +330,10 @@ def test_a_compilation_config_vllm_cannot_take_is_refused(config, expected):
 
 def test_capture_sizes_off_the_speculative_step_are_a_warning():
     # The 310P tutorial captures [1, 2, 4]; with MTP of 1 token vLLM wants multiples of 2.
-    result, found = recipe(model_config=DEEPSEEK_CONFIG, speculative_config={'method': 'mtp', 'num_speculative_tokens': 1},
-                           compilation_config={'cudagraph_mode': 'FULL_DECODE_ONLY', 'cudagraph_capture_sizes': [1, 2, 4]})
+    result, found = recipe(model_config=DEEPSEEK_CONFIG,
+                           speculative_config={'method': 'mtp', 'num_speculative_tokens': 1},
+                           compilation_config={'cudagraph_mode': 'FULL_DECODE_ONLY',
+                                               'cudagraph_capture_sizes': [1, 2, 4]})
     assert found == []
     assert result['warnings'] == ['vllm_service_compilation_config: cudagraph_capture_sizes [1] are not multiples of 2 '
                                   '(1 + num_speculative_tokens): vLLM rounds them or refuses the layout at start']

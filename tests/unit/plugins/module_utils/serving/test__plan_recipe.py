@@ -217,7 +217,8 @@ def test_dotted_extra_arguments_build_one_mapping():
     (['--additional-config='], 'gives --additional-config a value that is not JSON'),
     (['--additional-config', '{"pa_shape_list": [NaN]}'], 'not JSON (it holds NaN or an infinity)'),
     (['--speculative-config', '{"num_speculative_tokens": 1e400}'], 'not JSON (it holds NaN or an infinity)'),
-    (['--additional-config', '{"a":' * 5000 + '1' + '}' * 5000], 'not JSON (nested too deep)'),
+    # Python up to 3.11 stops reading it (RecursionError), 3.12 and later read it and the depth check refuses it.
+    (['--additional-config', '{"a":' * 5000 + '1' + '}' * 5000], 'not JSON (nested '),
     (['--additional-config', '{"a":' * 20 + '1' + '}' * 20], 'not JSON (nested deeper than 16 levels)'),
 ])
 def test_extra_arguments_that_are_not_a_json_object_are_refused(extra, expected):

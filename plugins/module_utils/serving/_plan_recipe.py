@@ -279,7 +279,7 @@ def _check_mapping(value, spec, path, release, table, source, problems, warnings
             if not documented:
                 near = difflib.get_close_matches(key, _known_keys(path), n=1)
                 problems.append('%s: %s is a key no vllm-ascend release documents%s' % (
-                    source, shown, '; did you mean %s?' % '.'.join(path + (near[0],)) if near else ''))
+                    source, shown, '; the nearest known key is %s' % '.'.join(path + (near[0],)) if near else ''))
             elif table is None:
                 continue
             elif table['complete']:

@@ -28,6 +28,14 @@ def _refuse_constant(name):
     raise JsonError('%s is not a JSON number' % name)
 
 
+def _finite_float(text):
+    # A number too large for a float (1e400) reads as infinity: a value JSON does not have either.
+    value = float(text)
+    if value in (float('inf'), float('-inf')):
+        raise JsonError('%s is too large for a number' % text)
+    return value
+
+
 def outside_strings(text, characters):
     """Each ``(index, character)`` of ``text`` that is one of ``characters`` and lies outside every JSON string
     (see _STRING), in order: the one scanner of JSON's strings, linear in the text."""
@@ -56,8 +64,8 @@ def _depth(text):
 
 def loads(data, max_bytes=None, max_depth=MAX_DEPTH, allow_nan=False):
     """The document in ``data`` (str, or UTF-8 bytes). :raises JsonError: when it is larger than ``max_bytes``,
-    not UTF-8, nested deeper than ``max_depth``, holds NaN or Infinity (unless ``allow_nan``: documents this
-    collection wrote from Python, whose readers show them as n/a), or is not JSON."""
+    not UTF-8, nested deeper than ``max_depth``, holds NaN, Infinity or a number too large for a float (unless
+    ``allow_nan``: documents this collection wrote from Python, whose readers show them as n/a), or is not JSON."""
     if max_bytes is not None and len(data) > max_bytes:
         raise JsonError('larger than %d bytes' % max_bytes)
     if isinstance(data, bytes):
@@ -68,7 +76,8 @@ def loads(data, max_bytes=None, max_depth=MAX_DEPTH, allow_nan=False):
     if _depth(data) > max_depth:
         raise JsonError('nested deeper than %d levels' % max_depth)
     try:
-        return json.loads(data) if allow_nan else json.loads(data, parse_constant=_refuse_constant)
+        return (json.loads(data) if allow_nan
+                else json.loads(data, parse_constant=_refuse_constant, parse_float=_finite_float))
     except JsonError:
         raise
     except (ValueError, RecursionError) as error:

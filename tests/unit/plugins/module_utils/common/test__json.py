@@ -25,6 +25,8 @@ def test_a_document():
     ('[NaN]', 'NaN is not a JSON number'),
     ('{"x": Infinity}', 'Infinity is not a JSON number'),
     ('[-Infinity]', '-Infinity is not a JSON number'),
+    ('{"x": 1e400}', '1e400 is too large for a number'),
+    ('[-2.5E+999]', '-2.5E\\+999 is too large for a number'),
     (b'\xff\xfe', 'not UTF-8'),
     ('{"a": 1', 'Expecting'),
     ('', 'Expecting value'),

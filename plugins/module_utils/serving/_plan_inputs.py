@@ -175,6 +175,12 @@ _RELEASE_IN_PIN = re.compile(r'vllm[-_]ascend==v?(.+)\Z', re.IGNORECASE)
 _RELEASE_NUMBERS = re.compile(r'v?([0-9]+)[.]([0-9]+)[.]([0-9]+)')
 
 
+def release_numbers(release):
+    """A vllm-ascend release's first three numbers as a tuple (``0.18.0rc1`` -> (0, 18, 0)); None when it has none."""
+    match = _RELEASE_NUMBERS.match(release or '')
+    return tuple(int(part) for part in match.groups()) if match else None
+
+
 def _strings(value):
     """Every string in ``value`` (itself, or the keys and items of its dicts, lists and tuples, at any depth)."""
     if isinstance(value, str):

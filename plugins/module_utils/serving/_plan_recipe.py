@@ -18,10 +18,17 @@ from __future__ import annotations
 
 import difflib
 import json
-import re
 
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.common import _json
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.common._secrets import mask_text, shown_json
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.common._text import texts_in
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.serving._plan_inputs import (
+    _NO_CONTROL,
+    _is_int,
+    _option_name,
+    release_numbers,
+    resolve_option,
+)
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.serving._recipe_knobs import (
     ADDITIONAL_CONFIG_TABLES,
     FIRST_DOCUMENTED,
@@ -39,15 +46,14 @@ SWITCH_KNOBS = (('enable_chunked_prefill', '--enable-chunked-prefill', '--no-ena
 _JSON_FLAGS = tuple(flag for dummy, flag in JSON_KNOBS)
 # vLLM's graph capture modes (CUDAGraphMode; vllm-ascend's ACL graph takes the same names).
 CUDAGRAPH_MODES = ('NONE', 'PIECEWISE', 'FULL', 'FULL_DECODE_ONLY', 'FULL_AND_PIECEWISE')
-_RELEASE = re.compile(r'^(\d+)\.(\d+)\.(\d+)')
-_CONTROL = re.compile(r'[\x00-\x1f\x7f]')
+# The types the tables give a key (_recipe_knobs): how a value is checked, and how a message names the type.
 _TYPES = {
-    'bool': lambda value: isinstance(value, bool),
-    'int': lambda value: isinstance(value, int) and not isinstance(value, bool),
-    'float': lambda value: isinstance(value, (int, float)) and not isinstance(value, bool),
-    'str': lambda value: isinstance(value, str),
-    'list': lambda value: isinstance(value, list),
-    'dict': lambda value: isinstance(value, dict),
+    'bool': (lambda value: isinstance(value, bool), 'a boolean'),
+    'int': (_is_int, 'a whole number'),
+    'float': (lambda value: isinstance(value, (int, float)) and not isinstance(value, bool), 'a number'),
+    'str': (lambda value: isinstance(value, str), 'a string'),
+    'list': (lambda value: isinstance(value, list), 'a list'),
+    'dict': (lambda value: isinstance(value, dict), 'a mapping'),
 }
 _JSON_TYPE_NAMES = {bool: 'a boolean', int: 'a whole number', float: 'a number', str: 'a string', list: 'a list',
                     dict: 'a mapping', type(None): 'null'}
@@ -110,7 +116,7 @@ def input_problems(inputs):
         bad_keys = sorted(repr(key) for key in _all_keys(value) if not isinstance(key, str))
         if bad_keys:
             problems.append('vllm_service_%s has keys that are not strings: %s' % (name, ', '.join(bad_keys)))
-        elif any(_CONTROL.search(text) for text in texts_in(value)):
+        elif not all(_NO_CONTROL.match(text) for text in texts_in(value)):
             # JSON would escape it, but no key or value vllm-ascend documents holds one: a paste gone wrong.
             problems.append('vllm_service_%s holds a control character in a key or a value' % name)
     for name, dummy, dummy_negation in SWITCH_KNOBS:
@@ -136,35 +142,26 @@ ABBREVIATED = object()
 
 def _json_flag(arg):
     """(flag, dotted path or None, inline value or None) when ``arg`` gives one of the JSON knobs in any spelling
-    vLLM reads (``--flag``, ``--flag=value``, ``--flag.key.sub=value``, ``_`` for ``-`` in the flag); (flag,
-    ABBREVIATED, None) for a shorter prefix of one, which argparse may take for it; else None."""
-    if not isinstance(arg, str) or not arg.startswith('--'):
+    vLLM reads (``--flag``, ``--flag=value``, ``--flag.key.sub=value``, ``_`` for ``-`` in the flag: the plan's
+    _option_name); (flag, ABBREVIATED, None) for a shorter prefix of one, which argparse may take for it (the plan's
+    resolve_option); else None."""
+    option = _option_name(arg)
+    flag = resolve_option(option, _JSON_FLAGS) if option else ''
+    if not flag:
         return None
+    if flag != option:
+        return flag, ABBREVIATED, None
     name, has_value, value = arg.partition('=')
-    flag, _dot, path = name.partition('.')
-    flag = '--' + flag[2:].replace('_', '-')
-    if flag not in _JSON_FLAGS:
-        abbreviated = [known for known in _JSON_FLAGS if len(flag) > 3 and known.startswith(flag)]
-        return (abbreviated[0], ABBREVIATED, None) if abbreviated else None
-    return flag, path or None, value if has_value else None
+    return flag, name.partition('.')[2] or None, value if has_value else None
 
 
 def _parsed(text):
-    """The JSON ``text`` holds and None, or None and why it is not JSON (nesting deeper than MAX_DEPTH included)."""
+    """The JSON ``text`` holds and None, or None and why it is not JSON (the collection's one reader, _json: nesting
+    deeper than MAX_DEPTH, NaN and infinities refused)."""
     try:
-        data = json.loads(text)
-    except ValueError as error:
+        return _json.loads(text, max_depth=MAX_DEPTH), None
+    except _json.JsonError as error:
         return None, str(error)
-    except RecursionError:
-        return None, 'nested too deep'
-    if too_deep(data):
-        return None, 'nested deeper than %d levels' % MAX_DEPTH
-    try:
-        json.dumps(data, allow_nan=False)
-    except ValueError:
-        # Python reads NaN and Infinity (and 1e400 as infinity); JSON has neither, and no knob takes one.
-        return None, 'it holds NaN or an infinity'
-    return data, None
 
 
 def knobs_in_argv(args, typed_args_count):
@@ -229,15 +226,10 @@ def knobs_in_argv(args, typed_args_count):
 
 # --------------------------------------------------------------------------------------------- checked by release
 
-def _release_numbers(release):
-    match = _RELEASE.match(release or '')
-    return tuple(int(part) for part in match.groups()) if match else None
-
-
 def table_for(release):
     """The table of keys a release is checked against (the newest not above it), or None: for an unknown release,
     or one before vllm-ascend documented additional configuration."""
-    numbers = _release_numbers(release)
+    numbers = release_numbers(release)
     if numbers is None or numbers < FIRST_DOCUMENTED:
         return None
     for table in ADDITIONAL_CONFIG_TABLES:
@@ -246,27 +238,23 @@ def table_for(release):
     return None
 
 
+def _spec_at(table, path):
+    """What ``table`` gives the key at ``path`` (a tuple of keys): its type, a dict of its keys, or None."""
+    spec = table['keys']
+    for key in path:
+        spec = spec.get(key) if isinstance(spec, dict) else None
+    return spec
+
+
 def _documented_in(path):
-    """The names of the tables that document the key at ``path`` (a tuple of keys), newest first."""
-    names = []
-    for table in ADDITIONAL_CONFIG_TABLES:
-        spec = table['keys']
-        for key in path:
-            spec = spec.get(key) if isinstance(spec, dict) else None
-        if spec is not None:
-            names.append(table['name'])
-    return names
+    """The names of the tables that document the key at ``path``, newest first."""
+    return [table['name'] for table in ADDITIONAL_CONFIG_TABLES if _spec_at(table, path) is not None]
 
 
 def _known_keys(path_prefix):
-    keys = set()
-    for table in ADDITIONAL_CONFIG_TABLES:
-        spec = table['keys']
-        for key in path_prefix:
-            spec = spec.get(key) if isinstance(spec, dict) else None
-        if isinstance(spec, dict):
-            keys.update(spec)
-    return sorted(keys)
+    """Every key any table gives the mapping at ``path_prefix``."""
+    specs = [_spec_at(table, path_prefix) for table in ADDITIONAL_CONFIG_TABLES]
+    return sorted(set(key for spec in specs if isinstance(spec, dict) for key in spec))
 
 
 def _check_mapping(value, spec, path, release, table, source, problems, warnings):
@@ -295,17 +283,15 @@ def _check_mapping(value, spec, path, release, table, source, problems, warnings
                     source, shown, release, _JSON_TYPE_NAMES.get(type(value[key]))))
             else:
                 _check_mapping(value[key], key_spec, here, release, table, source, problems, warnings)
-        elif not _TYPES[key_spec](value[key]):
+        elif not _TYPES[key_spec][0](value[key]):
             problems.append('%s: %s must be %s for vllm-ascend %s; got %s %s' % (
-                source, shown, _JSON_TYPE_NAMES[{'bool': bool, 'int': int, 'float': float, 'str': str, 'list': list,
-                                                 'dict': dict}[key_spec]],
-                release, _JSON_TYPE_NAMES.get(type(value[key])), shown_json(value[key])[:60]))
+                source, shown, _TYPES[key_spec][1], release, _JSON_TYPE_NAMES.get(type(value[key])), shown_json(value[key])[:60]))
 
 
 def _speculative_problems(config, source, model_config):
     problems = []
     tokens = config.get('num_speculative_tokens')
-    if tokens is not None and (not _TYPES['int'](tokens) or tokens < 1):
+    if tokens is not None and (not _is_int(tokens) or tokens < 1):
         problems.append('%s: num_speculative_tokens must be a whole number of 1 or more; got %s'
                         % (source, shown_json(tokens)[:40]))
     method = config.get('method')
@@ -313,7 +299,7 @@ def _speculative_problems(config, source, model_config):
         problems.append('%s: method must be a string; got %s' % (source, shown_json(method)[:40]))
     elif method in MTP_METHODS and isinstance(model_config, dict):
         layers = model_config.get('num_nextn_predict_layers')
-        if not _TYPES['int'](layers) or layers < 1:
+        if not _is_int(layers) or layers < 1:
             problems.append('%s: method %s drafts with the model\'s multi-token prediction layers, and the model\'s '
                             'config.json has none (num_nextn_predict_layers %s): use a model with its MTP layers '
                             '(DeepSeek-V3 and R1 have one), or another method' % (source, method, layers))
@@ -331,10 +317,10 @@ def _compilation_problems(config, source, speculative):
                                                                           shown_json(mode)[:60]))
     sizes = config.get('cudagraph_capture_sizes')
     if sizes is not None and (not isinstance(sizes, list) or not sizes
-                              or not all(_TYPES['int'](size) and size >= 1 for size in sizes)):
+                              or not all(_is_int(size) and size >= 1 for size in sizes)):
         problems.append('%s: cudagraph_capture_sizes must be a list of whole numbers of 1 or more; got %s'
                         % (source, shown_json(sizes)[:60]))
-    elif sizes and speculative and _TYPES['int'](speculative.get('num_speculative_tokens')):
+    elif sizes and speculative and _is_int(speculative.get('num_speculative_tokens')):
         step = speculative['num_speculative_tokens'] + 1
         off = [size for size in sizes if size % step]
         if off:

@@ -22,7 +22,7 @@ from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.serving._plan_
     ENV_NPU_BY_RELEASE,
     _RELEASE_IN_PIN,
     _RELEASE_IN_TAG,
-    _RELEASE_NUMBERS,
+    release_numbers,
 )
 
 
@@ -52,8 +52,7 @@ def environment_defaults(release, has_npus, cpu_kvcache_space=4):
     if not has_npus:
         env['VLLM_CPU_KVCACHE_SPACE'] = str(cpu_kvcache_space)
         return env
-    match = _RELEASE_NUMBERS.match(release or '')
-    numbers = tuple(int(part) for part in match.groups()) if match else (0, 0, 0)
+    numbers = release_numbers(release) or (0, 0, 0)
     for first, release_env in ENV_NPU_BY_RELEASE:
         if numbers >= first:
             env.update(release_env)

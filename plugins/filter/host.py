@@ -170,9 +170,14 @@ def os_tuning_irqbalance_state(show_output):
     return _systemd.parse_show_one(show_output)
 
 
-def os_tuning_irqbalance_report(mode, state):
+def os_tuning_irqbalance_mode(setting, serving_plan=None):
+    """os_tuning_irqbalance resolved (auto from the node's serving plan)."""
+    return _os_tuning.irqbalance_mode(setting, serving_plan)
+
+
+def os_tuning_irqbalance_report(mode, state, why=None):
     """What was done with irqbalance."""
-    return _os_tuning.irqbalance_report(mode, state)
+    return _os_tuning.irqbalance_report(mode, state, why)
 
 
 def os_tuning_packages(packages, extra, irqbalance_package, irqbalance):
@@ -247,6 +252,7 @@ class FilterModule(object):
             'os_tuning_live_plan': os_tuning_live_plan,
             'os_tuning_hugepages_fit': os_tuning_hugepages_fit,
             'os_tuning_irqbalance_state': os_tuning_irqbalance_state,
+            'os_tuning_irqbalance_mode': os_tuning_irqbalance_mode,
             'os_tuning_irqbalance_report': os_tuning_irqbalance_report,
             'os_tuning_packages': os_tuning_packages,
             'cann_plan': cann_plan,

@@ -5,7 +5,7 @@
 """Write a fake sysfs tree of a simulated Ascend host, for tests that read NPU PCI devices and NUMA nodes.
 
 Usage:
-  fake_sysfs.py --out DIR [--profile 910b-8|a3-16|310p-duo] [--no-numa]
+  fake_sysfs.py --out DIR [--profile 910b-8|a3-16|310p-duo] [--no-numa] [--cpus-of-this-host]
 
 Writes, under DIR (created), what the kernel shows of the profile's NPUs in /sys:
   bus/pci/devices/<bus id>/vendor      0x19e5
@@ -14,6 +14,9 @@ Writes, under DIR (created), what the kernel shows of the profile's NPUs in /sys
   bus/pci/devices/<bus id>/numa_node   0 or 1 (-1 with --no-numa)
   devices/system/node/node<N>/cpulist  the CPUs of each NUMA node (node0 only with --no-numa)
   devices/system/cpu/possible          every CPU of the profile (readers bound NUMA CPU lists by it)
+With --cpus-of-this-host, node 0's CPU list and the possible CPUs are those of the machine it runs on (its
+/sys/devices/system/node/node0/cpulist and cpu/possible), and node 1 has none (a CPU-less node, as sysfs shows it):
+numactl and the CPU sets then bind a real process to what the tree says of node 0.
 Real sysfs makes bus/pci/devices/<bus id> a symlink into devices/pci*/; plain directories are enough for
 readers that open the files. Test containers cannot fake /sys, so tests point the code under test at DIR.
 
@@ -72,8 +75,18 @@ def _write(path, text):
         handle.write(text + "\n")
 
 
-def write_sysfs(out, profile="910b-8", numa=True):
-    """Write the profile's fake sysfs tree under ``out``; return the bus ids written, in npu-smi order."""
+def host_cpulists(sys_root="/sys"):
+    """This machine's node 0 CPU list and possible CPUs, as its sysfs says."""
+    with open(os.path.join(sys_root, "devices", "system", "node", "node0", "cpulist")) as handle:
+        node0 = handle.read().strip()
+    with open(os.path.join(sys_root, "devices", "system", "cpu", "possible")) as handle:
+        possible = handle.read().strip()
+    return node0, possible
+
+
+def write_sysfs(out, profile="910b-8", numa=True, host_cpus=None):
+    """Write the profile's fake sysfs tree under ``out``; return the bus ids written, in npu-smi order.
+    ``host_cpus`` (node 0's CPU list, the possible CPUs) replaces the profile's CPUs: node 1 then has none."""
     devices = profile_devices(profile, numa)
     for dev in devices:
         base = os.path.join(out, "bus", "pci", "devices", dev["bus_id"])
@@ -81,9 +94,12 @@ def write_sysfs(out, profile="910b-8", numa=True):
         _write(os.path.join(base, "device"), "0x%04x" % dev["device"])
         _write(os.path.join(base, "class"), "0x%06x" % NPU_CLASS)
         _write(os.path.join(base, "numa_node"), str(dev["numa_node"]))
-    for node, cpulist in node_cpulists(profile, numa).items():
+    cpulists = node_cpulists(profile, numa)
+    if host_cpus:
+        cpulists = {node: host_cpus[0] if node == 0 else "" for node in cpulists}
+    for node, cpulist in cpulists.items():
         _write(os.path.join(out, "devices", "system", "node", "node%d" % node, "cpulist"), cpulist)
-    _write(os.path.join(out, "devices", "system", "cpu", "possible"), PROFILES[profile][4])
+    _write(os.path.join(out, "devices", "system", "cpu", "possible"), host_cpus[1] if host_cpus else PROFILES[profile][4])
     return [dev["bus_id"] for dev in devices]
 
 
@@ -92,8 +108,11 @@ def main(argv=None):
     parser.add_argument("--out", required=True, help="directory to write the tree to (created)")
     parser.add_argument("--profile", default="910b-8", choices=sorted(PROFILES))
     parser.add_argument("--no-numa", action="store_true", help="numa_node -1 on every device, one node with all CPUs")
+    parser.add_argument("--cpus-of-this-host", action="store_true",
+                        help="node 0 has this machine's node 0 CPUs (and the possible CPUs are its), node 1 none")
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
-    for bus_id in write_sysfs(args.out, args.profile, numa=not args.no_numa):
+    host_cpus = host_cpulists() if args.cpus_of_this_host else None
+    for bus_id in write_sysfs(args.out, args.profile, numa=not args.no_numa, host_cpus=host_cpus):
         print(bus_id)
     return 0
 

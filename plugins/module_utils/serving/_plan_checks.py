@@ -204,6 +204,10 @@ def _check_numbers(get, problems):
         value = get(name)
         if value is not None and (not _is_int(value) or value < 1):
             problems.append('vllm_service_%s must be null or a whole number of 1 or more; got %s' % (name, _show(value)))
+    seed = get('seed')
+    # vLLM seeds numpy too, which takes 0 to 2**32 - 1.
+    if seed is not None and (not _is_int(seed) or not 0 <= seed <= 2 ** 32 - 1):
+        problems.append('vllm_service_seed must be null or a whole number from 0 to 4294967295; got %s' % _show(seed))
     memory = get('gpu_memory_utilization')
     if memory is not None and (isinstance(memory, bool) or not isinstance(memory, (int, float))
                                or not 0 < memory <= 1):
@@ -223,7 +227,7 @@ def _check_choices(get, problems):
         if given_null or (value is not None and value not in choices):
             problems.append('vllm_service_%s must be %sone of %s; got %s' % (
                 name, '' if name in NOT_NULL_CHOICES else 'null or ', ', '.join(choices), _show(value)))
-    for name in ('enable_expert_parallel', 'enforce_eager', 'headless', 'mount_driver_dir'):
+    for name in ('enable_expert_parallel', 'enforce_eager', 'trust_remote_code', 'headless', 'mount_driver_dir'):
         if not isinstance(get(name, False), bool):
             problems.append('vllm_service_%s must be true or false; got %s' % (name, _show(get(name))))
     npus = get('npus')

@@ -132,8 +132,12 @@ def container_command(inputs, plan, existing, engine, engine_path, problems):
     command += ['--volume=%s' % mount for mount in mounts]
     if ascend_runtime and has_npus:
         command += ['--runtime', 'ascend', '--env', 'ASCEND_VISIBLE_DEVICES=%s' % ','.join(str(n) for n in npu_ids)]
+    # The container's CPU set: the NPUs' node's CPUs and memory (numactl's in a container), or the CPUs vllm-ascend
+    # may bind its workers inside (its memory left to it).
     if numa['bind'] == 'numactl' and numa['cpus'] is not None:
         command += ['--cpuset-cpus', str(numa['cpus']), '--cpuset-mems', str(numa['node'])]
+    elif numa['bind'] == 'vllm_ascend' and numa.get('allowed_cpus'):
+        command += ['--cpuset-cpus', str(numa['allowed_cpus'])]
     command += ['--env=%s' % key for key in plan['environment']]
     if inputs.get('api_key_set'):
         command.append('--env=VLLM_API_KEY')

@@ -35,12 +35,14 @@ VALUED_FLAGS = (
     ('quantization', '--quantization'),
     ('dtype', '--dtype'),
     ('scheduling_policy', '--scheduling-policy'),
+    ('seed', '--seed'),
 )
 # The switches the role sets from its booleans: (variable, option).
 SWITCH_FLAGS = (
     ('enable_expert_parallel', '--enable-expert-parallel'),
     ('enforce_eager', '--enforce-eager'),
     ('headless', '--headless'),
+    ('trust_remote_code', '--trust-remote-code'),
 )
 # Options whose last occurrence decides where the API listens and who may call it; extra arguments may give
 # --host and --port (the plan reads the final argv), never the key nor a file of options the plan cannot read.
@@ -58,9 +60,12 @@ FORBIDDEN_FLAGS = {
 GUARDED_FLAGS = ADDRESS_FLAGS + tuple(sorted(FORBIDDEN_FLAGS))
 
 # The serving parameters a run records and a tuning grid may set (vllm_service variables without their prefix).
+# The recipe knobs among them: a benchmark run records them, a grid may vary them, each checked by the plan.
 SERVING_PARAMS = ('tensor_parallel_size', 'data_parallel_size', 'enable_expert_parallel', 'max_model_len',
                   'max_num_seqs', 'max_num_batched_tokens', 'gpu_memory_utilization', 'quantization', 'dtype',
-                  'scheduling_policy', 'enforce_eager', 'cpu_kvcache_space', 'extra_args')
+                  'scheduling_policy', 'seed', 'enforce_eager', 'trust_remote_code', 'additional_config',
+                  'speculative_config', 'compilation_config', 'enable_chunked_prefill', 'enable_prefix_caching',
+                  'kv_cache_dtype', 'cpu_kvcache_space', 'extra_args')
 
 CHOICES = {
     'dtype': ('auto', 'half', 'float16', 'bfloat16', 'float', 'float32'),
@@ -83,8 +88,8 @@ INPUT_KEYS = (
     'tls_cert', 'tls_key', 'tls_ca', 'tls_server_name', 'tensor_parallel_size', 'data_parallel_size',
     'data_parallel_size_local', 'headless', 'distributed_executor_backend', 'cluster_args', 'cluster_env',
     'enable_expert_parallel', 'max_model_len', 'max_num_seqs', 'max_num_batched_tokens', 'gpu_memory_utilization',
-    'quantization', 'dtype', 'scheduling_policy', 'enforce_eager', 'additional_config', 'speculative_config',
-    'compilation_config', 'enable_chunked_prefill', 'enable_prefix_caching', 'extra_args', 'env', 'cpu_kvcache_space',
+    'quantization', 'dtype', 'scheduling_policy', 'seed', 'enforce_eager', 'trust_remote_code', 'additional_config', 'speculative_config',
+    'compilation_config', 'enable_chunked_prefill', 'enable_prefix_caching', 'kv_cache_dtype', 'extra_args', 'env', 'cpu_kvcache_space',
     'vllm_ascend_version', 'npus', 'numa_bind', 'venv', 'pip_packages', 'image', 'container_engine', 'shm_size',
     'use_ascend_runtime', 'mount_driver_dir', 'volumes', 'network', 'ipc_host', 'cap_add', 'cache_dir', 'user',
     'cann_env_file', 'sizing', 'npu_smi_path', 'pip_remove', 'model_manifest', 'model_source', 'python', 'pip_wheelhouse',
@@ -95,7 +100,7 @@ INPUT_KEYS = (
 # Every key of what the host said that serving_plan reads (preflight.yml gives them): the filter's documentation lists
 # exactly these, and a test that the plan reads no other.
 FACTS_KEYS = (
-    'npu_count', 'npu_devices', 'chips', 'npu_smi_found', 'npu_smi_complete', 'npu_smi_incomplete_reason',
+    'npu_count', 'architecture', 'npu_devices', 'chips', 'npu_smi_found', 'npu_smi_complete', 'npu_smi_incomplete_reason',
     'existing_paths', 'engine_paths', 'engine_missing_ok', 'ascend_runtime', 'container_engine', 'systemd_version', 'account', 'uid_min',
     'key_file', 'model_format', 'model_config', 'model_weights', 'driver_version', 'target_driver_version',
 )
@@ -270,7 +275,7 @@ def _volume_parts(volume):
 
 # Inputs that are numbers or booleans; `-e name=value` on the command line gives every value as a string.
 INT_INPUTS = ('port', 'tensor_parallel_size', 'data_parallel_size', 'data_parallel_size_local', 'max_model_len',
-              'max_num_seqs', 'max_num_batched_tokens', 'cpu_kvcache_space', 'headless_settle', 'manifest_workers',
+              'max_num_seqs', 'max_num_batched_tokens', 'seed', 'cpu_kvcache_space', 'headless_settle', 'manifest_workers',
               'start_timeout', 'stop_timeout',
               'npu_free_timeout', 'npu_free_interval', 'restart_burst', 'restart_interval', 'wait_for_timeout')
 # The role's own numbers (not the plan's): (input, lowest, highest or None, what the message says it accepts).
@@ -287,7 +292,7 @@ ROLE_NUMBERS = (
     ('wait_for_timeout', 0, 86400, '0 to 86400 seconds'),
 )
 FLOAT_INPUTS = ('gpu_memory_utilization',)
-BOOL_INPUTS = ('enable_expert_parallel', 'enforce_eager', 'headless', 'mount_driver_dir', 'api_key_set', 'ipc_host',
+BOOL_INPUTS = ('enable_expert_parallel', 'enforce_eager', 'trust_remote_code', 'headless', 'mount_driver_dir', 'api_key_set', 'ipc_host',
                'enable_chunked_prefill', 'enable_prefix_caching')
 _TRUE = ('true', 'yes', 'on', '1')
 _FALSE = ('false', 'no', 'off', '0')

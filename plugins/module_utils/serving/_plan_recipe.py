@@ -7,7 +7,8 @@
 """Private to the kunpeng_ascend.vllm collection: not a public API, it may change without notice.
 
 A step of the serving plan (_serving.py, after the argv): the recipe knobs of vllm-ascend's DeepSeek tutorials -
-``--additional-config``, ``--speculative-config``, ``--compilation-config``, chunked prefill and prefix caching -
+``--additional-config``, ``--speculative-config``, ``--compilation-config``, chunked prefill, prefix caching and the
+KV cache dtype -
 rendered from their typed variables (``recipe_args``, which _plan_argv puts in the argv) and checked in the final
 argv against the release (``recipe_plan``): the same keys given through vllm_service_extra_args are parsed and
 checked the same way, never passed blind. The tables of keys per release are _recipe_knobs'. Standard library only.
@@ -32,7 +33,10 @@ from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.serving._plan_
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.serving._recipe_knobs import (
     ADDITIONAL_CONFIG_TABLES,
     FIRST_DOCUMENTED,
+    KV_CACHE_DTYPES,
+    KV_CACHE_ONLY_AUTO_BEFORE,
     MTP_METHODS,
+    NO_FP8_KV_CACHE,
 )
 
 ADDITIONAL = '--additional-config'
@@ -44,6 +48,7 @@ JSON_KNOBS = (('additional_config', ADDITIONAL), ('speculative_config', SPECULAT
 SWITCH_KNOBS = (('enable_chunked_prefill', '--enable-chunked-prefill', '--no-enable-chunked-prefill'),
                 ('enable_prefix_caching', '--enable-prefix-caching', '--no-enable-prefix-caching'))
 _JSON_FLAGS = tuple(flag for dummy, flag in JSON_KNOBS)
+KV_CACHE_DTYPE = '--kv-cache-dtype'
 # vLLM's graph capture modes (CUDAGraphMode; vllm-ascend's ACL graph takes the same names).
 CUDAGRAPH_MODES = ('NONE', 'PIECEWISE', 'FULL', 'FULL_DECODE_ONLY', 'FULL_AND_PIECEWISE')
 # The types the tables give a key (_recipe_knobs): how a value is checked, and how a message names the type.
@@ -74,6 +79,8 @@ def recipe_args(inputs):
     for name, flag, negation in SWITCH_KNOBS:
         if inputs.get(name) is not None:
             args.append(flag if inputs[name] else negation)
+    if inputs.get('kv_cache_dtype') is not None:
+        args += [KV_CACHE_DTYPE, inputs['kv_cache_dtype']]
     return args
 
 
@@ -124,7 +131,66 @@ def input_problems(inputs):
         if value is not None and not isinstance(value, bool):
             problems.append('vllm_service_%s must be true, false or null (vLLM\'s default); got %s'
                             % (name, _JSON_TYPE_NAMES.get(type(value), type(value).__name__)))
+    value = inputs.get('kv_cache_dtype')
+    if value is not None and not (isinstance(value, str) and _NO_CONTROL.match(value)):
+        problems.append('vllm_service_kv_cache_dtype must be null (vLLM\'s auto) or a string such as auto; got %s'
+                        % _JSON_TYPE_NAMES.get(type(value), 'a string with a control character'))
     return problems
+
+
+def _kv_cache_dtype_given(args, typed_args_count):
+    """The --kv-cache-dtype the final ``args`` give (argparse keeps the last), where it came from, and problems:
+    the option given both by vllm_service_kv_cache_dtype and in the extra arguments is refused."""
+    value, source, typed, problems = None, None, False, []
+    index = 0
+    while index < len(args):
+        option = _option_name(args[index])
+        if option and resolve_option(option, (KV_CACHE_DTYPE,)) == KV_CACHE_DTYPE:
+            position = index
+            if '=' in args[index]:
+                given = args[index].split('=', 1)[1]
+            else:
+                given = args[index + 1] if index + 1 < len(args) else None
+                index += 1
+            if position < typed_args_count:
+                typed = True
+            elif typed:
+                problems.append('%s is given twice, by vllm_service_kv_cache_dtype and in vllm_service_extra_args: '
+                                'give it once' % KV_CACHE_DTYPE)
+            value = given
+            source = ('vllm_service_kv_cache_dtype' if position < typed_args_count
+                      else 'vllm_service_extra_args (%s)' % KV_CACHE_DTYPE)
+        index += 1
+    return value, source, problems
+
+
+def kv_cache_dtype_checks(value, source, release, family, has_npus):
+    """Whether the KV cache dtype ``value`` (given by ``source``) runs on this host: problems and warnings. A choice
+    vLLM does not have, or not in the release's vLLM, is refused; on NPUs only auto before 0.11, and no fp8 on an A2,
+    A3 or 300I (_recipe_knobs' KV_CACHE_DTYPES and NO_FP8_KV_CACHE, with their sources); bfloat16 and float16 warn,
+    as vllm-ascend keeps the model's dtype in its cache whatever they say."""
+    first = dict(KV_CACHE_DTYPES)
+    if value not in first:
+        return (['%s must be one of %s; got %s%s' % (
+            source, ', '.join(first), shown_json(value),
+            ': an int8 KV cache (C8) comes from a C8-quantized checkpoint (msModelSlim) served with vllm_service_'
+            'quantization ascend, not from this option' if str(value).lower() in ('int8', 'c8') else '')], [])
+    numbers = release_numbers(release)
+    if numbers is not None and numbers < first[value]:
+        return (['%s %s: vLLM %s, which vllm-ascend %s runs, does not take it (vLLM takes it from %s)' % (
+            source, value, '.'.join(str(n) for n in numbers), release, '.'.join(str(n) for n in first[value]))], [])
+    if not has_npus or value == 'auto':
+        return [], []
+    if numbers is not None and numbers < KV_CACHE_ONLY_AUTO_BEFORE:
+        return (['%s %s: vLLM\'s V1 engine of vllm-ascend %s takes only auto on NPUs' % (source, value, release)], [])
+    if value.startswith('fp8'):
+        if family in NO_FP8_KV_CACHE:
+            return (['%s %s: %s has no fp8 KV cache in any vllm-ascend release (its values reach no Ascend kernel); '
+                     'leave it null or auto, and for an int8 KV cache (C8) serve a C8-quantized checkpoint with '
+                     'vllm_service_quantization ascend' % (source, value, NO_FP8_KV_CACHE[family])], [])
+        return [], ['%s %s: vllm-ascend has an fp8 KV cache on the Ascend 950 only, for some models; this host\'s '
+                    'NPUs (%s) are not known to run it' % (source, value, family or 'family not known')]
+    return [], ['%s %s: vllm-ascend keeps the model\'s dtype in its KV cache whatever this says' % (source, value)]
 
 
 def _all_keys(mapping):
@@ -347,20 +413,27 @@ def batching_warnings(inputs, has_npus):
 
 # The recipe of a plan whose inputs were refused before any knob was read.
 NO_RECIPE = {'additional_config': None, 'speculative_config': None, 'compilation_config': None, 'chunked_prefill': None,
-             'prefix_caching': None, 'checked_against': None, 'warnings': []}
+             'prefix_caching': None, 'kv_cache_dtype': None, 'checked_against': None, 'warnings': []}
 
 
-def recipe_plan(inputs, release, model_config, has_npus=False):
+def recipe_plan(inputs, release, model_config, has_npus=False, family=None):
     """The knobs of the final argv - from the typed variables (recipe_args), the cluster's arguments and
     vllm_service_extra_args - checked against vllm-ascend ``release`` and the model's config.json (``model_config``,
-    or None when not read), and the guide's batching rule on a host with NPUs. Returns the plan's ``recipe``
-    (``additional_config``, ``speculative_config``, ``compilation_config``, ``chunked_prefill``, ``prefix_caching``,
-    ``checked_against``: the table's release, source and completeness, or None, and ``warnings``) and the
-    problems."""
+    or None when not read), the KV cache dtype against the release and the NPUs' ``family`` (_model_format's
+    product_family; None when not known), and the guide's batching rule on a host with NPUs. Returns the plan's
+    ``recipe`` (``additional_config``, ``speculative_config``, ``compilation_config``, ``chunked_prefill``,
+    ``prefix_caching``, ``kv_cache_dtype``, ``checked_against``: the table's release, source and completeness, or
+    None, and ``warnings``) and the problems."""
     typed = recipe_args(inputs)
-    found, problems = knobs_in_argv(
-        typed + list(inputs.get('cluster_args') or []) + list(inputs.get('extra_args') or []), len(typed))
+    argv = typed + list(inputs.get('cluster_args') or []) + list(inputs.get('extra_args') or [])
+    found, problems = knobs_in_argv(argv, len(typed))
     warnings = batching_warnings(inputs, has_npus)
+    kv_cache_dtype, kv_source, kv_problems = _kv_cache_dtype_given(argv, len(typed))
+    problems.extend(kv_problems)
+    if kv_cache_dtype is not None and not kv_problems:
+        found_problems, found_warnings = kv_cache_dtype_checks(kv_cache_dtype, kv_source, release, family, has_npus)
+        problems.extend(found_problems)
+        warnings.extend(found_warnings)
     table = table_for(release)
     additional = (found.get(ADDITIONAL) or {}).get('value')
     if additional:
@@ -389,6 +462,7 @@ def recipe_plan(inputs, release, model_config, has_npus=False):
         'compilation_config': compilation or None,
         'chunked_prefill': inputs.get('enable_chunked_prefill'),
         'prefix_caching': inputs.get('enable_prefix_caching'),
+        'kv_cache_dtype': kv_cache_dtype,
         'checked_against': {'release': table['name'], 'source': table['source'], 'complete': table['complete']}
         if table and additional else None,
         'warnings': warnings,

@@ -135,3 +135,20 @@ FIRST_DOCUMENTED = (0, 9, 1)
 # MTP): vLLM's older name and the name of the vllm-ascend DeepSeek-R1 tutorial (`{"num_speculative_tokens": 3,
 # "method": "mtp"}`). The model's config.json must have such layers (num_nextn_predict_layers).
 MTP_METHODS = ('deepseek_mtp', 'mtp')
+
+# vLLM's --kv-cache-dtype choices (its CacheDType literal), each with the first release that takes it; vllm-ascend X
+# runs vLLM X (its Dockerfile's VLLM_TAG at tags v0.9.1, v0.11.0, v0.13.0, v0.18.0 and v0.23.0). Source: vLLM's
+# vllm/config/cache.py (vllm/config.py before 0.10) in the wheels of 0.9.1, 0.10.0, 0.11.0, 0.11.1 and 0.18.0. Newer
+# vLLM adds formats (nvfp4 and others) for GPUs only.
+KV_CACHE_DTYPES = (
+    ('auto', (0, 9, 0)), ('fp8', (0, 9, 0)), ('fp8_e4m3', (0, 9, 0)), ('fp8_e5m2', (0, 9, 0)),
+    ('fp8_inc', (0, 10, 0)), ('bfloat16', (0, 11, 0)), ('fp8_ds_mla', (0, 11, 1)), ('float16', (0, 18, 0)),
+)
+# No vllm-ascend release checks --kv-cache-dtype itself (its platform's attention selector and attention code only
+# keep the value: vllm_ascend/platform.py at v0.9.1 to v0.23.0). Before 0.11, vLLM's V1 engine takes only auto off
+# CUDA and ROCm (vllm/engine/arg_utils.py of vLLM 0.9.1: "No Fp8 KV cache so far"). The NPU families with no fp8 KV
+# cache: A2 (910B), A3 (910_93) and the 300I (310P) - an fp8 value gives a uint8 cache no Ascend kernel reads (issue
+# 8102 of vllm-project/vllm-ascend, a maintainer: "FP8 is not support in A3"). An int8 KV cache ("C8") comes from a
+# C8-quantized checkpoint (msModelSlim) served with --quantization ascend, never from this option.
+KV_CACHE_ONLY_AUTO_BEFORE = (0, 11, 0)
+NO_FP8_KV_CACHE = {'910B': 'an A2 (910B)', '910_93': 'an A3', '310P': 'a 300I (310P)'}

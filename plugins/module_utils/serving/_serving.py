@@ -29,6 +29,7 @@ from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.serving._deplo
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.serving._model_format import (
     dtype_problems,
     format_problems,
+    product_family,
 )
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.serving._plan_argv import (
     client_url,
@@ -58,7 +59,7 @@ from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.serving._plan_
     normalize_inputs,
     resolve_option,
 )
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.serving._plan_npus import cards_of, npu_selection, numa_plan
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.serving._plan_npus import NO_BINDING, cards_of, npu_selection, numa_plan
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.serving._plan_recipe import NO_RECIPE, recipe_plan
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.serving._plan_release import (
     FRESH_DRIVER_PATHS,
@@ -219,12 +220,12 @@ def serving_plan(inputs, facts):
     documents (its RETURN; a test holds the two to each other). The steps, in order: 1 the inputs checked
     (check_inputs) and normalised; 2 the release, mode, names and driver (_base_plan); 3 the NPUs, their cards and
     NUMA node; 4 the environment; 5 the argv, address and TLS, and the recipe knobs in it checked against the release
-    (_plan_recipe); 6 the model's format and sizing; 7 the container
+    (_plan_recipe), then the CPU binding (numa_plan); 6 the model's format and sizing; 7 the container
     engine; 8 the command, native or in a container."""
     problems = check_inputs(inputs)
     if problems:
         return {'problems': problems, 'assumed': [], 'sizing': _not_sized('the inputs are refused (problems)'),
-                'recipe': NO_RECIPE}
+                'recipe': NO_RECIPE, 'numa': dict(NO_BINDING, warnings=[])}
     inputs = normalize_inputs(inputs)
     plan, existing, fresh = _base_plan(inputs, facts, problems)
     has_npus = plan['has_npus']
@@ -237,11 +238,14 @@ def serving_plan(inputs, facts):
             problems.append(key_problem)
     plan.update(npu_ids=npu_ids, cards=cards_of(npu_ids, chips) if has_npus and not problems else [],
                 dp_local=dp_local)
-    plan['numa'] = numa_plan(inputs, facts, npu_ids, has_npus, problems)
     plan['environment'] = _environment(inputs, plan)
     _argv_plan(inputs, facts, plan, problems)
-    plan['recipe'], recipe_problems = recipe_plan(inputs, plan['release'], facts.get('model_config'), has_npus)
+    plan['recipe'], recipe_problems = recipe_plan(inputs, plan['release'], facts.get('model_config'), has_npus,
+                                                  product_family(chips, facts.get('npu_devices')))
     problems.extend(recipe_problems)
+    # The binding follows the release and the final --additional-config (vllm-ascend may bind by itself).
+    plan['numa'] = numa_plan(inputs, facts, npu_ids, has_npus, plan['release'], plan['recipe']['additional_config'],
+                             problems)
     _model_plan(inputs, facts, plan, chips, fresh, count_refused, problems)
     engine, engine_path = _engine_plan(inputs, facts, plan, problems)
     if plan['mode'] == 'native':

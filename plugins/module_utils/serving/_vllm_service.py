@@ -115,6 +115,10 @@ def unit_of(plan, inputs, digest='', libexec='/usr/local/libexec/kunpeng-ascend-
     lines.append('EnvironmentFile=%s' % plan['env_file'])
     if native:
         state = plan['state_dir']
+        numa = plan.get('numa') or {}
+        if numa.get('bind') == 'vllm_ascend' and numa.get('allowed_cpus'):
+            lines += ["# The CPUs of the NPUs' NUMA nodes, inside which vllm-ascend binds each worker to its NPU's.",
+                      'CPUAffinity=%s' % _text(numa['allowed_cpus'])]
         lines += ['User=%s' % _text(inputs['user']),
                   'Group=%s' % _text(inputs['user']),
                   'StateDirectory=vllm/%s' % name,
@@ -304,7 +308,9 @@ def native_install(plan, inputs, row=None, cpu_pins=(), cpu_remove=(), os_packag
     cpu_build = [pin for pin in (pip_packages if pip_packages is not None else ([] if has_npus else list(cpu_pins)))
                  if _CPU_BUILD.match(pin)]
     return {'os_packages': (list(os_packages.get('venv') or ()) + ([] if has_npus else list(os_packages.get('cpu') or ()))
-                            + (list(os_packages.get('numactl') or ()) if plan['numa']['bind'] == 'numactl' else [])),
+                            + (list(os_packages.get('numactl') or ())
+                               # numactl, or vllm-ascend's migratepages, which moves each worker's memory
+                               if plan['numa']['bind'] in ('numactl', 'vllm_ascend') else [])),
             'groups': ['HwHiAiUser'] if has_npus else [], 'append': True if has_npus else None,
             'packages': packages,
             'remove': (pip_remove if pip_remove is not None

@@ -155,15 +155,39 @@ def hugepages_fit(meminfo, memtotal_mb, hugepages, max_percent):
             'fits': wanted_kb <= limit_kb}
 
 
-def irqbalance_report(mode, state):
-    """What was done with irqbalance (``mode``: os_tuning_irqbalance) given its unit's ``state`` (systemctl show)."""
+def irqbalance_mode(setting, serving_plan=None):
+    """os_tuning_irqbalance resolved: ``{'mode': disabled, enabled or unmanaged, 'why': a sentence or None}``.
+
+    ``auto`` follows the node's serving plan (vllm_service_plan, which playbooks/site.yml computes before this role;
+    None when there is none): irqbalance is stopped where the plan hands the CPU binding to vllm-ascend (its
+    ``numa.bind`` vllm_ascend: 0.18.0rc1 and later on ARM), whose guide asks for it stopped so that it does not move
+    the NPUs' interrupts over the CPUs it binds; elsewhere (an older release, no plan) it is left as it is."""
+    if setting != 'auto':
+        return {'mode': setting, 'why': None}
+    numa = serving_plan.get('numa') if isinstance(serving_plan, dict) else None
+    bind = numa.get('bind') if isinstance(numa, dict) else None
+    if bind == 'vllm_ascend':
+        return {'mode': 'disabled', 'why': 'auto: vllm-ascend %s binds the service\'s CPUs itself'
+                % (serving_plan.get('release') or '(release not known)')}
+    if bind is None:
+        return {'mode': 'unmanaged', 'why': 'auto: no serving plan of this node says vllm-ascend binds its CPUs'}
+    if bind == 'none':
+        return {'mode': 'unmanaged', 'why': 'auto: nothing binds the service\'s CPUs, vllm-ascend included'}
+    return {'mode': 'unmanaged', 'why': 'auto: the service\'s CPUs are bound by %s, not by vllm-ascend' % bind}
+
+
+def irqbalance_report(mode, state, why=None):
+    """What was done with irqbalance (``mode``: os_tuning_irqbalance as irqbalance_mode resolved it, ``why`` its
+    reason) given its unit's ``state`` (systemctl show)."""
     if mode == 'unmanaged':
-        return 'unmanaged (left as it is)'
-    if mode == 'enabled':
-        return 'enabled and started'
-    if (state or {}).get('LoadState') == 'loaded':
-        return 'stopped and disabled'
-    return 'not installed: nothing to stop'
+        line = 'unmanaged (left as it is)'
+    elif mode == 'enabled':
+        line = 'enabled and started'
+    elif (state or {}).get('LoadState') == 'loaded':
+        line = 'stopped and disabled'
+    else:
+        line = 'not installed: nothing to stop'
+    return '%s; %s' % (line, why) if why else line
 
 
 def wanted_packages(packages, extra, irqbalance_package, irqbalance):

@@ -190,3 +190,14 @@ def test_the_rule_catches_a_read_a_path_and_an_undeclared_option(tmp_path):
     assert set(found) == {('vllm_benchmark', 'vllm_service_api_key'), ('vllm_benchmark', 'role_path/../'),
                           ('vllm_benchmark', 'vllm_service_mode'),
                           ('vllm_benchmark', 'vllm_service_nope'), ('vllm_benchmark', 'vllm_service_gate')}
+
+
+def test_vllm_benchmark_deploys_every_serving_parameter_the_plan_records():
+    """A grid point or the restore sets each serving parameter of the report (SERVING_PARAMS), and only those: one
+    left out would be deployed as the role's default instead of the service's value."""
+    from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.serving._plan_inputs import SERVING_PARAMS
+    with open(os.path.join(ROLES_DIR, 'vllm_benchmark', 'tasks', 'deploy.yml')) as handle:
+        tasks = yaml.safe_load(handle)
+    variables = tasks[0]['vars']
+    assert sorted(variables) == sorted('vllm_service_' + name for name in SERVING_PARAMS)
+    assert all(variables['vllm_service_' + name] == '{{ __vllm_benchmark_service.%s }}' % name for name in SERVING_PARAMS)

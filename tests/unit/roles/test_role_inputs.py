@@ -75,6 +75,7 @@ GOOD = {
         'vllm_service_api_key_file': '/etc/vllm/api-key',
         'vllm_service_vllm_ascend_version': 'v0.13.0',
         'vllm_service_quantization': 'ascend',
+        'vllm_service_kv_cache_dtype': 'auto',
         'vllm_service_pip_wheelhouse': '/srv/wheelhouse',
         'vllm_service_image': 'quay.io/ascend/vllm-ascend:v0.13.0',
         'vllm_service_image_archive': '/srv/images/vllm-ascend-v0.13.0.tar',
@@ -285,6 +286,17 @@ CASES = {
         'vllm_service_additional_config': {'enable_cpu_binding': False}, 'vllm_service_enable_chunked_prefill': True,
         'vllm_service_speculative_config': {'method': 'mtp', 'num_speculative_tokens': 1},
         'vllm_service_compilation_config': {'cudagraph_mode': 'FULL_DECODE_ONLY'}, 'vllm_service_enable_prefix_caching': False}, None),
+    'vllm_service the tutorials\' seed and remote code': ('vllm_service', {
+        'vllm_service_seed': 1024, 'vllm_service_trust_remote_code': True}, None),
+    'vllm_service the KV cache dtype auto': ('vllm_service', {'vllm_service_kv_cache_dtype': 'auto'}, None),
+    'vllm_service a KV cache dtype that is a list': ('vllm_service', {'vllm_service_kv_cache_dtype': ['fp8']},
+                                                     'vllm_service_kv_cache_dtype'),
+    'vllm_service a seed from the command line': ('vllm_service', {'vllm_service_seed': '1024'}, None),
+    'vllm_service a seed numpy cannot take': ('vllm_service', {'vllm_service_seed': 4294967296}, [
+        'vllm_service_seed must be null or a whole number from 0 to 4294967295; got 4294967296']),
+    'vllm_service a negative seed': ('vllm_service', {'vllm_service_seed': -1}, 'vllm_service_seed'),
+    'vllm_service remote code maybe': ('vllm_service', {'vllm_service_trust_remote_code': 'maybe'},
+                                       'vllm_service_trust_remote_code'),
     'vllm_service an additional config that is not a mapping': ('vllm_service', {
         'vllm_service_additional_config': '{"enable_cpu_binding": false}'}, 'vllm_service_additional_config'),
     'vllm_service chunked prefill sometimes': ('vllm_service', {'vllm_service_enable_chunked_prefill': 'sometimes'},

@@ -237,7 +237,8 @@ def set_vars_results(tmp_path_factory):
     in check mode; that case's include sets check_mode false: the probe must tell the difference)."""
     before = [{'name': 'Set the OS facts of the case',
                'ansible.builtin.set_fact': {'distribution': '{{ case_facts.distribution }}', 'os_family': '{{ case_facts.os_family }}',
-                                            'kernel': '6.6.0-case', 'cacheable': True},
+                                            'kernel': '6.6.0-case', 'architecture': 'aarch64',
+                                            'cacheable': True},
                'when': 'case_facts is defined'}]
     cases = [{'case_facts': facts} if facts else {} for facts in OS_CASES.values()]
     cases.append(dict(cases[0], case_check_mode=False))

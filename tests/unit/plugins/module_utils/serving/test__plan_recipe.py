@@ -309,6 +309,88 @@ def test_the_deepseek_v3_1_a3_tutorial_adds_no_prefix_caching():
     assert result['recipe']['prefix_caching'] is False
 
 
+# ------------------------------------------------------------------------------ the tutorials' whole commands
+
+# vllm-ascend's DeepSeek-R1 tutorial (docs/source/tutorials/models/DeepSeek-R1.md at 046d6515d38bba4276c74b9f3934366c75468734),
+# its commands as written there with the addresses filled in: one A3 node (section 5.1), and two A2 nodes of data
+# parallel (section 5.2), node 0 serving and node 1 headless. The V3.1 tutorial (DeepSeek-V3.1.md, same commit) is
+# the same with --no-enable-prefix-caching.
+R1_COMMON = ('--tensor-parallel-size 4 --quantization ascend --seed 1024 --served-model-name deepseek_r1 '
+             '--enable-expert-parallel --max-num-seqs 16 --max-model-len 16384 --max-num-batched-tokens 4096 '
+             '--trust-remote-code --gpu-memory-utilization 0.92 '
+             '--speculative-config {"num_speculative_tokens":3,"method":"mtp"} '
+             '--compilation-config {"cudagraph_mode":"FULL_DECODE_ONLY"}')
+R1_A3 = 'vllm serve /weights/DeepSeek-R1-W8A8 --host 0.0.0.0 --port 8000 --data-parallel-size 4 ' + R1_COMMON
+R1_A2_NODE0 = ('vllm serve /weights/DeepSeek-R1-W8A8 --host 0.0.0.0 --port 8000 --data-parallel-size 4 '
+               '--data-parallel-size-local 2 --data-parallel-address 10.0.0.11 --data-parallel-rpc-port 13389 '
+               + R1_COMMON)
+R1_A2_NODE1 = ('vllm serve /weights/DeepSeek-R1-W8A8 --host 0.0.0.0 --port 8000 --headless --data-parallel-size 4 '
+               '--data-parallel-size-local 2 --data-parallel-start-rank 2 --data-parallel-address 10.0.0.11 '
+               '--data-parallel-rpc-port 13389 ' + R1_COMMON)
+# The same recipe as the collection's variables: no vllm_service_extra_args. Listening beyond the host takes a key
+# here (given to vLLM in its environment, so the command is the same).
+R1_VARIABLES = dict(DEEPSEEK_W8A8, model='/weights/DeepSeek-R1-W8A8', host='0.0.0.0', port=8000, api_key_set=True,
+                    served_model_name='deepseek_r1', seed=1024, trust_remote_code=True, **TUTORIAL_KNOBS)
+
+
+def options(argv):
+    """A `vllm serve` argv as argparse reads it: the model, and each option with its value (JSON read as such) or
+    True for a switch; a repeated option would be a defect of the rendering."""
+    argv = list(argv)
+    model = argv[argv.index('serve') + 1]
+    found, index, rest = {}, 0, argv[argv.index('serve') + 2:]
+    while index < len(rest):
+        option = rest[index]
+        assert option.startswith('--') and option not in found, (option, rest)
+        if index + 1 < len(rest) and not rest[index + 1].startswith('--'):
+            value = rest[index + 1]
+            found[option] = json.loads(value) if value.startswith('{') else value
+            index += 2
+        else:
+            found[option] = True
+            index += 1
+    return model, found
+
+
+def tutorial(command):
+    return options(command.split())
+
+
+def test_the_r1_a3_tutorial_is_the_plan_s_whole_command():
+    result = _serving.serving_plan(inputs(image=A3_IMAGE, **R1_VARIABLES), A3_FACTS)
+    assert result['problems'] == [] and result['recipe']['warnings'] == []
+    assert options(result['command']) == tutorial(R1_A3)
+
+
+def test_the_v3_1_a3_tutorial_is_the_plan_s_whole_command():
+    result = _serving.serving_plan(inputs(image=A3_IMAGE, enable_prefix_caching=False,
+                                          **dict(R1_VARIABLES, served_model_name='deepseek_v3')), A3_FACTS)
+    expected = tutorial(R1_A3.replace('deepseek_r1', 'deepseek_v3') + ' --no-enable-prefix-caching')
+    assert result['problems'] == [] and options(result['command']) == expected
+
+
+def test_the_r1_two_a2_tutorial_is_the_cluster_plan_then_each_node_s_plan():
+    # Role vllm_cluster's launch (serving/_cluster_plan.py) gives each node its data-parallel part; role
+    # vllm_service's plan on each node then writes its whole command.
+    from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.serving._cluster_plan import cluster_node, cluster_plan
+    from test__cluster_plan import facts as network_facts, inputs as cluster_inputs, node_inputs
+    a2 = dict(a2_facts(), model_config=DEEPSEEK_CONFIG)
+    image = 'quay.io/ascend/vllm-ascend:v0.30.0'
+    first = dict((host, _serving.serving_plan(inputs(image=image, **R1_VARIABLES), a2))
+                 for host in ('node0', 'node1'))
+    parts = dict((host, cluster_node(host, network_facts(address), node_inputs(), first[host]))
+                 for host, address in (('node0', '10.0.0.11'), ('node1', '10.0.0.12')))
+    launch = cluster_plan(['node0', 'node1'], parts, cluster_inputs(), first['node0'])
+    assert launch['problems'] == []
+    for host, command in (('node0', R1_A2_NODE0), ('node1', R1_A2_NODE1)):
+        node = launch['nodes'][host]
+        result = _serving.serving_plan(inputs(image=image, data_parallel_size_local=node['data_parallel_size_local'],
+                                              headless=node['headless'], cluster_args=node['dp_args'],
+                                              **R1_VARIABLES), a2)
+        assert result['problems'] == [], (host, result['problems'])
+        assert options(result['command']) == tutorial(command), host
+
+
 def test_the_same_tutorial_through_extra_args_is_checked_the_same_way():
     extra = ['--speculative-config', '{"num_speculative_tokens":3,"method":"mtp"}',
              '--compilation-config', '{"cudagraph_mode": "FULL_DECODE_ONY"}']
@@ -380,3 +462,77 @@ def test_a_password_in_a_knob_is_never_shown():
     assert len(found) == 1 and 's3cret' not in found[0] and 'expert_map_path must be a string' in found[0]
     dummy, found = recipe('0.18.0', extra_args=['--additional-config', '{"x": "https://u:s3cret@maps/x"'])
     assert len(found) == 1 and 's3cret' not in found[0] and 'not JSON' in found[0]
+
+
+# ------------------------------------------------------------------------------------------------ KV cache dtype
+
+def recipe_on(release='0.18.0', model_config=None, has_npus=True, family='910B', **changes):
+    return _plan_recipe.recipe_plan(dict(inputs(), **changes), release, model_config, has_npus, family)
+
+
+def test_the_kv_cache_dtype_is_rendered_and_null_renders_nothing():
+    assert _plan_recipe.recipe_args(inputs(kv_cache_dtype='auto')) == ['--kv-cache-dtype', 'auto']
+    assert _plan_recipe.recipe_args(inputs(kv_cache_dtype=None)) == []
+    result, found = recipe_on(kv_cache_dtype='auto')
+    assert (result['kv_cache_dtype'], found, result['warnings']) == ('auto', [], [])
+
+
+@pytest.mark.parametrize('value, release, family, expected', [
+    # No fp8 KV cache on an A2, A3 or 300I, in any release.
+    ('fp8', '0.18.0', '910B', 'vllm_service_kv_cache_dtype fp8: an A2 (910B) has no fp8 KV cache'),
+    ('fp8_e4m3', '0.30.0', '910_93', 'vllm_service_kv_cache_dtype fp8_e4m3: an A3 has no fp8 KV cache'),
+    ('fp8_ds_mla', '0.13.0', '310P', 'vllm_service_kv_cache_dtype fp8_ds_mla: a 300I (310P) has no fp8 KV cache'),
+    # Before 0.11 vLLM's V1 engine takes only auto off CUDA.
+    ('fp8', '0.9.1', '910B', "vllm_service_kv_cache_dtype fp8: vLLM's V1 engine of vllm-ascend 0.9.1 takes only auto"),
+    # A choice the release's vLLM does not have yet.
+    ('bfloat16', '0.9.1', '910B', 'vllm_service_kv_cache_dtype bfloat16: vLLM 0.9.1, which vllm-ascend 0.9.1 runs, '
+                                  'does not take it (vLLM takes it from 0.11.0)'),
+    ('float16', '0.13.0', '910B', 'vllm_service_kv_cache_dtype float16: vLLM 0.13.0, which vllm-ascend 0.13.0 runs'),
+    # Not a vLLM choice at all; int8 names where an int8 cache comes from.
+    ('int8', '0.18.0', '910B', 'vllm_service_kv_cache_dtype must be one of auto, fp8, fp8_e4m3, fp8_e5m2, fp8_inc, '
+                               'bfloat16, fp8_ds_mla, float16; got "int8": an int8 KV cache (C8) comes from a '
+                               'C8-quantized checkpoint'),
+    ('FP8', '0.18.0', '910B', 'vllm_service_kv_cache_dtype must be one of auto, fp8'),
+    ('fp8\nExecStartPre=/bin/sh', None, None, 'vllm_service_kv_cache_dtype must be one of'),
+])
+def test_a_kv_cache_dtype_the_release_or_the_npus_cannot_take_is_refused(value, release, family, expected):
+    result, found = recipe_on(release=release, family=family, kv_cache_dtype=value)
+    assert len(found) == 1 and found[0].startswith('vllm_service_kv_cache_dtype ') and expected in found[0], found
+    assert '\n' not in found[0]
+
+
+def test_bfloat16_and_float16_warn_and_fp8_off_the_known_families_warns():
+    result, found = recipe_on(release='0.18.0', kv_cache_dtype='bfloat16')
+    assert found == [] and result['warnings'] == [
+        "vllm_service_kv_cache_dtype bfloat16: vllm-ascend keeps the model's dtype in its KV cache whatever this says"]
+    result, found = recipe_on(release='0.30.0', family=None, kv_cache_dtype='fp8')
+    assert found == [] and 'on the Ascend 950 only' in result['warnings'][0]
+    # vLLM's CPU build (no NPUs) takes what its vLLM takes.
+    result, found = recipe_on(release=None, has_npus=False, family=None, kv_cache_dtype='fp8_e5m2')
+    assert (found, result['warnings']) == ([], [])
+
+
+def test_the_kv_cache_dtype_in_extra_args_is_checked_the_same_way_and_not_twice():
+    result, found = recipe_on(extra_args=['--kv-cache-dtype=fp8'])
+    assert len(found) == 1 and found[0].startswith('vllm_service_extra_args (--kv-cache-dtype) fp8: an A2 (910B)')
+    # An abbreviation argparse takes for it is read as it.
+    result, found = recipe_on(extra_args=['--kv-cache-dt', 'fp8'])
+    assert len(found) == 1 and 'has no fp8 KV cache' in found[0]
+    result, found = recipe_on(kv_cache_dtype='auto', extra_args=['--kv-cache-dtype', 'auto'])
+    assert found == ['--kv-cache-dtype is given twice, by vllm_service_kv_cache_dtype and in vllm_service_extra_args: '
+                     'give it once']
+    result, found = recipe_on(extra_args=['--kv-cache-dtype', 'auto'])
+    assert found == [] and result['kv_cache_dtype'] == 'auto'
+
+
+def test_the_kv_cache_dtype_fails_the_whole_plan_on_an_a2():
+    facts = a2_facts()
+    facts['npu_devices'] = [dict(device, chip_family='910B') for device in facts['npu_devices']]
+    result = _serving.serving_plan(inputs(image='quay.io/ascend/vllm-ascend:v0.18.0', kv_cache_dtype='fp8'), facts)
+    assert len(result['problems']) == 1 and 'an A2 (910B) has no fp8 KV cache' in result['problems'][0]
+
+
+@pytest.mark.parametrize('value', [1, True, ['fp8'], {'dtype': 'fp8'}, 'auto\x00'])
+def test_a_kv_cache_dtype_that_is_no_string_is_refused_before_any_fact(value):
+    found = _plan_recipe.input_problems(inputs(kv_cache_dtype=value))
+    assert len(found) == 1 and found[0].startswith('vllm_service_kv_cache_dtype must be null'), found

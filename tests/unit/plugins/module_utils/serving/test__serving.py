@@ -18,9 +18,9 @@ DEFAULTS = {
     'tensor_parallel_size': 1, 'data_parallel_size': 1, 'data_parallel_size_local': None, 'headless': False,
     'distributed_executor_backend': None, 'cluster_args': [], 'cluster_env': {}, 'enable_expert_parallel': False,
     'max_model_len': None, 'max_num_seqs': None, 'max_num_batched_tokens': None, 'gpu_memory_utilization': None,
-    'quantization': None, 'dtype': None, 'scheduling_policy': None, 'enforce_eager': False,
-    'additional_config': {}, 'speculative_config': None, 'compilation_config': None, 'enable_chunked_prefill': None,
-    'enable_prefix_caching': None, 'extra_args': [],
+    'quantization': None, 'dtype': None, 'scheduling_policy': None, 'seed': None, 'enforce_eager': False,
+    'trust_remote_code': False, 'additional_config': {}, 'speculative_config': None, 'compilation_config': None, 'enable_chunked_prefill': None,
+    'enable_prefix_caching': None, 'kv_cache_dtype': None, 'extra_args': [],
     'env': {}, 'cpu_kvcache_space': 4, 'vllm_ascend_version': None, 'npus': None, 'numa_bind': 'auto',
     'venv': '/opt/vllm/venv', 'pip_packages': None, 'image': None, 'container_engine': None, 'shm_size': '1g',
     'use_ascend_runtime': None, 'mount_driver_dir': False, 'volumes': [], 'network': 'host', 'ipc_host': False,
@@ -102,6 +102,7 @@ RECIPE_ARGS = ['--tensor-parallel-size', '4', '--data-parallel-size', '4', '--ma
 
 def test_deepseek_r1_w8a8_on_one_a3_node_in_a_container():
     facts = a2_facts(chips=16, per_card=2, nodes=[0] * 8 + [1] * 8)
+    facts['npu_devices'] = [dict(device, chip_family='910_93') for device in facts['npu_devices']]
     result = plan(facts, image='quay.io/ascend/vllm-ascend:v0.30.0-a3', **DEEPSEEK_W8A8)
     argv = result['command']
     assert result['mode'] == 'container' and result['release'] == '0.30.0'
@@ -115,8 +116,9 @@ def test_deepseek_r1_w8a8_on_one_a3_node_in_a_container():
     assert env['OMP_NUM_THREADS'] == '1' and env['HCCL_BUFFSIZE'] == '200' and env['HCCL_OP_EXPANSION_MODE'] == 'AIV'
     assert env['PYTORCH_NPU_ALLOC_CONF'] == 'expandable_segments:True' and env['OMP_PROC_BIND'] == 'false'
     assert ['--env=%s' % key for key in sorted(env)] == [a for a in argv if a.startswith('--env=')]
-    # Two NUMA nodes: no binding.
-    assert result['numa']['bind'] == 'none' and '--cpuset-cpus' not in argv
+    # vllm-ascend 0.30.0 binds each worker on an ARM host; an A3's global slice takes every CPU of the host.
+    assert result['numa']['bind'] == 'vllm_ascend' and result['numa']['allowed_cpus'] is None
+    assert '--cpuset-cpus' not in argv and '--cpuset-mems' not in argv
 
 
 def test_the_documented_container_recipe_mounts_what_the_host_has():
@@ -189,6 +191,27 @@ def test_native_on_npus_of_one_numa_node_runs_under_numactl():
     result = plan(mode='native', npus=[4, 5], pip_packages=['vllm==0.13.0', 'vllm-ascend==0.13.0'])
     assert result['command'][:3] == ['/usr/bin/numactl', '--cpunodebind=1', '--membind=1']
     assert result['release'] == '0.13.0'
+
+
+def test_from_0_18_natively_vllm_ascend_binds_inside_the_units_cpus():
+    facts = dict(a2_facts(), architecture='aarch64')
+    result = plan(facts, mode='native', npus=[4, 5], pip_packages=['vllm==0.18.0', 'vllm-ascend==0.18.0rc1'])
+    assert result['release'] == '0.18.0rc1' and result['numa']['bind'] == 'vllm_ascend'
+    assert result['command'][0].endswith('/bin/python') and '/usr/bin/numactl' not in result['command']
+    assert result['numa']['allowed_cpus'] == '24-47'
+    # On an x86 host vllm-ascend binds nothing: numactl as before.
+    result = plan(dict(facts, architecture='x86_64'), mode='native', npus=[4, 5],
+                  pip_packages=['vllm==0.18.0', 'vllm-ascend==0.18.0rc1'])
+    assert result['command'][:3] == ['/usr/bin/numactl', '--cpunodebind=1', '--membind=1']
+
+
+def test_a_container_gets_the_cpu_set_of_its_binding():
+    argv = plan(npus=[0, 1])['command']
+    assert argv[argv.index('--cpuset-cpus'):argv.index('--cpuset-cpus') + 4] == [
+        '--cpuset-cpus', '0-23', '--cpuset-mems', '0']
+    argv = plan(dict(a2_facts(), architecture='aarch64'), npus=[0, 1],
+                image='quay.io/ascend/vllm-ascend:v0.18.0')['command']
+    assert argv[argv.index('--cpuset-cpus') + 1] == '0-23' and '--cpuset-mems' not in argv
 
 
 def test_a_null_env_value_removes_a_default_and_the_user_wins_over_the_cluster():

@@ -135,6 +135,18 @@ def unit_inputs(**changes):
     return result
 
 
+def test_a_native_unit_gives_vllm_ascend_its_cpus_and_numactl_none():
+    native = dict(mode='native', engine=None, command=['/opt/vllm/bin/python', '-m', 'vllm.entrypoints.cli.main'])
+    text = service.unit_of(unit_plan(numa={'bind': 'vllm_ascend', 'allowed_cpus': '0-23,48-71'}, **native),
+                           unit_inputs())['text']
+    assert '\nCPUAffinity=0-23,48-71\n' in text
+    for numa in ({'bind': 'vllm_ascend', 'allowed_cpus': None}, {'bind': 'numactl', 'allowed_cpus': None}, None):
+        assert 'CPUAffinity' not in service.unit_of(unit_plan(numa=numa, **native), unit_inputs())['text']
+    # A container's CPU set is the engine's (--cpuset-cpus), not the unit's.
+    assert 'CPUAffinity' not in service.unit_of(unit_plan(numa={'bind': 'vllm_ascend', 'allowed_cpus': '0-3'}),
+                                                unit_inputs())['text']
+
+
 def test_a_container_unit_on_npus_is_the_one_the_template_wrote():
     unit = service.unit_of(unit_plan(), unit_inputs(), digest='ab12')
     assert unit == {'text': CONTAINER_NPU_UNIT, 'waits_before_start': True}

@@ -15,6 +15,7 @@ from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.stack._os_tuni
     WRITE_SCRIPT,
     hugepages_fit,
     input_problems,
+    irqbalance_mode,
     irqbalance_report,
     live_plan,
     live_read_argv,
@@ -130,6 +131,32 @@ def test_hugepages_fit_against_the_share_of_memory():
 ])
 def test_irqbalance_report(mode, state, expected):
     assert irqbalance_report(mode, state) == expected
+    assert irqbalance_report(mode, state, 'auto: why') == expected + '; auto: why'
+
+
+@pytest.mark.parametrize('plan, expected', [
+    # Where the node's plan hands the binding to vllm-ascend (0.18.0rc1 and later on ARM): stopped.
+    ({'release': '0.18.0rc1', 'numa': {'bind': 'vllm_ascend'}},
+     {'mode': 'disabled', 'why': "auto: vllm-ascend 0.18.0rc1 binds the service's CPUs itself"}),
+    ({'release': None, 'numa': {'bind': 'vllm_ascend'}},
+     {'mode': 'disabled', 'why': "auto: vllm-ascend (release not known) binds the service's CPUs itself"}),
+    # An older release binds with numactl, or nothing binds: left as it is.
+    ({'release': '0.13.0', 'numa': {'bind': 'numactl'}},
+     {'mode': 'unmanaged', 'why': "auto: the service's CPUs are bound by numactl, not by vllm-ascend"}),
+    ({'release': '0.13.0', 'numa': {'bind': 'none'}},
+     {'mode': 'unmanaged', 'why': "auto: nothing binds the service's CPUs, vllm-ascend included"}),
+    # No plan (the role run alone), or one without a binding (refused inputs before this key existed).
+    (None, {'mode': 'unmanaged', 'why': 'auto: no serving plan of this node says vllm-ascend binds its CPUs'}),
+    ({'problems': ['x']}, {'mode': 'unmanaged', 'why': 'auto: no serving plan of this node says vllm-ascend binds its CPUs'}),
+    ('not a plan', {'mode': 'unmanaged', 'why': 'auto: no serving plan of this node says vllm-ascend binds its CPUs'}),
+])
+def test_irqbalance_auto_follows_the_serving_plan(plan, expected):
+    assert irqbalance_mode('auto', plan) == expected
+
+
+def test_irqbalance_asked_is_kept_whatever_the_plan():
+    for setting in ('disabled', 'enabled', 'unmanaged'):
+        assert irqbalance_mode(setting, {'numa': {'bind': 'vllm_ascend'}}) == {'mode': setting, 'why': None}
 
 
 def test_wanted_packages_add_irqbalance_only_when_enabled():

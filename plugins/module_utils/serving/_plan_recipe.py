@@ -160,6 +160,8 @@ def _kv_cache_dtype_given(args, typed_args_count):
             value = given
             source = ('vllm_service_kv_cache_dtype' if position < typed_args_count
                       else 'vllm_service_extra_args (%s)' % KV_CACHE_DTYPE)
+            if given is None:
+                problems.append('%s gives %s without a value' % (source, KV_CACHE_DTYPE))
         index += 1
     return value, source, problems
 

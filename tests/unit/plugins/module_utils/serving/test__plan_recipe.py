@@ -523,6 +523,8 @@ def test_the_kv_cache_dtype_in_extra_args_is_checked_the_same_way_and_not_twice(
                      'give it once']
     result, found = recipe_on(extra_args=['--kv-cache-dtype', 'auto'])
     assert found == [] and result['kv_cache_dtype'] == 'auto'
+    result, found = recipe_on(extra_args=['--enforce-eager', '--kv-cache-dtype'])
+    assert found == ['vllm_service_extra_args (--kv-cache-dtype) gives --kv-cache-dtype without a value']
 
 
 def test_the_kv_cache_dtype_fails_the_whole_plan_on_an_a2():

@@ -363,8 +363,9 @@ def test_the_r1_a3_tutorial_is_the_plan_s_whole_command():
 
 
 def test_the_v3_1_a3_tutorial_is_the_plan_s_whole_command():
-    result = _serving.serving_plan(inputs(image=A3_IMAGE, enable_prefix_caching=False,
-                                          **dict(R1_VARIABLES, served_model_name='deepseek_v3')), A3_FACTS)
+    variables = dict(R1_VARIABLES, image=A3_IMAGE, enable_prefix_caching=False)
+    variables['served_model_name'] = 'deepseek_v3'
+    result = _serving.serving_plan(inputs(**variables), A3_FACTS)
     expected = tutorial(R1_A3.replace('deepseek_r1', 'deepseek_v3') + ' --no-enable-prefix-caching')
     assert result['problems'] == [] and options(result['command']) == expected
 

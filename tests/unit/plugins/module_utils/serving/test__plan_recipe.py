@@ -392,6 +392,40 @@ def test_the_r1_two_a2_tutorial_is_the_cluster_plan_then_each_node_s_plan():
         assert options(result['command']) == tutorial(command), host
 
 
+# vllm-ascend's DeepSeek-R1-Distill tutorial (docs/source/tutorials/models/DeepSeek-R1-Distill.md at
+# ac1d1534e37ef0057ad88bc9d46ed4e2092b7070, main), Qwen-1.5B on one card of an Atlas 300I Duo
+# (ASCEND_RT_VISIBLE_DEVICES=0), its command with the model's path filled in.
+DISTILL_300I = ('vllm serve /weights/DeepSeek-R1-Distill-Qwen-1.5B --served-model-name deepseek-r1-distill-qwen-1.5b '
+                '--dtype float16 --max-model-len 4096 --max-num-seqs 4 --max-num-batched-tokens 4096 '
+                '--gpu-memory-utilization 0.70 '
+                '--additional-config {"ascend_compilation_config":{"fuse_norm_quant":false}} '
+                '--compilation-config {"cudagraph_mode":"FULL_DECODE_ONLY","cudagraph_capture_sizes":[1,2,4]} '
+                '--port 8000')
+
+
+def test_the_r1_distill_300i_tutorial_is_the_plan_s_whole_command():
+    facts = a2_facts(chips=8, per_card=2, nodes=[0] * 8)
+    facts['npu_devices'] = [dict(device, chip_family='310P') for device in facts['npu_devices']]
+    result = _serving.serving_plan(inputs(
+        image='quay.io/ascend/vllm-ascend:v0.30.0-310p', model='/weights/DeepSeek-R1-Distill-Qwen-1.5B',
+        served_model_name='deepseek-r1-distill-qwen-1.5b', npus=[0], dtype='float16', max_model_len=4096,
+        max_num_seqs=4, max_num_batched_tokens=4096, gpu_memory_utilization=0.70,
+        additional_config={'ascend_compilation_config': {'fuse_norm_quant': False}},
+        compilation_config={'cudagraph_mode': 'FULL_DECODE_ONLY', 'cudagraph_capture_sizes': [1, 2, 4]}), facts)
+    assert result['problems'] == []
+    model, found = options(result['command'])
+    expected_model, expected = tutorial(DISTILL_300I)
+    # 0.70 as the plan writes the number (0.7): the same float to vLLM's argparse.
+    assert float(found.pop('--gpu-memory-utilization')) == float(expected.pop('--gpu-memory-utilization')) == 0.7
+    # The plan also writes what the tutorial leaves to vLLM's defaults: the address it listens on and the sizes.
+    assert {key: value for key, value in found.items() if key not in ('--host', '--tensor-parallel-size',
+                                                                      '--data-parallel-size')} == expected
+    assert (model, found['--host'], found['--tensor-parallel-size'], found['--data-parallel-size']) == (
+        expected_model, '127.0.0.1', '1', '1')
+    # Its 4 sequences are off the guide's multiples of 16: a warning, not a refusal.
+    assert any('multiple' in warning for warning in result['recipe']['warnings'])
+
+
 def test_the_same_tutorial_through_extra_args_is_checked_the_same_way():
     extra = ['--speculative-config', '{"num_speculative_tokens":3,"method":"mtp"}',
              '--compilation-config', '{"cudagraph_mode": "FULL_DECODE_ONY"}']

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import re
 
-from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.serving._model_format import product_family
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.serving._plan_inputs import release_numbers
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.serving._ranks import npus_for_ranks
 
@@ -111,10 +110,11 @@ def _numa_nodes(devices, npu_ids):
     return nodes, cpus
 
 
-def numa_plan(inputs, facts, npu_ids, has_npus, release, additional_config, problems):
+def numa_plan(inputs, facts, npu_ids, has_npus, release, additional_config, family, problems):
     """The CPU and memory binding of the service (vllm_service_numa_bind): ``node`` and ``cpus`` (the NUMA node of
     all its NPUs and its CPU list, None when they are not on one known node), ``nodes`` (the NPUs' nodes; empty when
-    one is not known), ``bind`` and ``allowed_cpus``, and the ``warnings``.
+    one is not known), ``bind`` and ``allowed_cpus``, and the ``warnings``; ``family`` is the NPUs' chip family
+    (_model_format's product_family, which the plan computes once).
 
     - ``vllm_ascend`` (auto when vllm_ascend_binding says it binds; asked, refused when it says it will not, with
       why): no numactl; the process may use the CPUs of its NPUs' NUMA nodes (``allowed_cpus``: the unit's
@@ -145,7 +145,7 @@ def numa_plan(inputs, facts, npu_ids, has_npus, release, additional_config, prob
                                 'vllm_service_numa_bind to auto (numactl where vllm-ascend does not bind) or none'
                                 % why)
         numa['bind'] = 'vllm_ascend'
-        if product_family(facts.get('chips'), devices) != A3_FAMILY and nodes and all(n in node_cpus for n in nodes):
+        if family != A3_FAMILY and nodes and all(n in node_cpus for n in nodes):
             numa['allowed_cpus'] = ','.join(node_cpus[n] for n in nodes)
         return numa
     if node is None:

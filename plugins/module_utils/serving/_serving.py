@@ -240,12 +240,13 @@ def serving_plan(inputs, facts):
                 dp_local=dp_local)
     plan['environment'] = _environment(inputs, plan)
     _argv_plan(inputs, facts, plan, problems)
-    plan['recipe'], recipe_problems = recipe_plan(inputs, plan['release'], facts.get('model_config'), has_npus,
-                                                  product_family(chips, facts.get('npu_devices')))
+    # The NPUs' chip family, once: the KV cache dtype and the binding both depend on it.
+    family = product_family(chips, facts.get('npu_devices'))
+    plan['recipe'], recipe_problems = recipe_plan(inputs, plan['release'], facts.get('model_config'), has_npus, family)
     problems.extend(recipe_problems)
     # The binding follows the release and the final --additional-config (vllm-ascend may bind by itself).
     plan['numa'] = numa_plan(inputs, facts, npu_ids, has_npus, plan['release'], plan['recipe']['additional_config'],
-                             problems)
+                             family, problems)
     _model_plan(inputs, facts, plan, chips, fresh, count_refused, problems)
     engine, engine_path = _engine_plan(inputs, facts, plan, problems)
     if plan['mode'] == 'native':

@@ -9,6 +9,7 @@ are in test__serving.py."""
 
 from __future__ import annotations
 
+from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.serving._model_format import product_family
 from ansible_collections.kunpeng_ascend.vllm.plugins.module_utils.serving._plan_npus import (
     cards_of,
     npu_selection,
@@ -69,9 +70,9 @@ A3_DEVICES = [dict(device, chip_family='910_93') for device in A2_DEVICES]
 def bind(choice='auto', npus=(0, 1), release='0.13.0', additional=None, architecture='aarch64', devices=None,
          has_npus=True):
     problems = []
-    numa = numa_plan({'numa_bind': choice}, {'npu_devices': A2_DEVICES if devices is None else devices,
-                                             'architecture': architecture},
-                     list(npus), has_npus, release, additional, problems)
+    devices = A2_DEVICES if devices is None else devices
+    numa = numa_plan({'numa_bind': choice}, {'npu_devices': devices, 'architecture': architecture},
+                     list(npus), has_npus, release, additional, product_family(None, devices), problems)
     return numa, problems
 
 

@@ -225,7 +225,7 @@ def serving_plan(inputs, facts):
     problems = check_inputs(inputs)
     if problems:
         return {'problems': problems, 'assumed': [], 'sizing': _not_sized('the inputs are refused (problems)'),
-                'recipe': NO_RECIPE, 'numa': dict(NO_BINDING, warnings=[])}
+                'recipe': NO_RECIPE, 'numa': dict(NO_BINDING, warnings=[]), 'warnings': []}
     inputs = normalize_inputs(inputs)
     plan, existing, fresh = _base_plan(inputs, facts, problems)
     has_npus = plan['has_npus']
@@ -248,6 +248,8 @@ def serving_plan(inputs, facts):
     plan['numa'] = numa_plan(inputs, facts, npu_ids, has_npus, plan['release'], plan['recipe']['additional_config'],
                              family, problems)
     _model_plan(inputs, facts, plan, chips, fresh, count_refused, problems)
+    # What the role shows before any change, in one list: the sizing's, the recipe's and the binding's.
+    plan['warnings'] = plan['sizing']['warnings'] + plan['recipe']['warnings'] + plan['numa']['warnings']
     engine, engine_path = _engine_plan(inputs, facts, plan, problems)
     if plan['mode'] == 'native':
         _native_command(inputs, facts, plan, problems)

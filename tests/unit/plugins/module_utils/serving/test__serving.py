@@ -666,3 +666,12 @@ def test_a_container_mount_target_that_holds_another_is_only_checked_for_links_w
 def test_a_user_volume_at_the_caches_path_is_refused_as_any_other():
     found = problems(model=SNAPSHOT, model_links_within=HF_CACHE, volumes=['/x:%s' % HF_CACHE])
     assert len(found) == 1 and 'vllm_service_volumes[0] mounts at %s' % HF_CACHE in found[0]
+
+
+def test_the_plan_s_warnings_are_the_sizing_s_the_recipe_s_and_the_binding_s_in_one_list():
+    # NPUs 3 and 4 sit on two nodes (a binding warning), 20 sequences are off the multiples of 16 (a recipe warning).
+    result = plan(npus=[3, 4], tensor_parallel_size=2, max_num_seqs=20)
+    assert result['numa']['warnings'] and result['recipe']['warnings']
+    assert result['warnings'] == (result['sizing']['warnings'] + result['recipe']['warnings']
+                                  + result['numa']['warnings'])
+    assert _serving.serving_plan(inputs(port='x'), a2_facts())['warnings'] == []

@@ -129,7 +129,7 @@ molecule_queue() {
   [[ $molecule_lane_count =~ ^[1-9][0-9]*$ ]] ||
     { echo "run-tests: MOLECULE_LANES must be a whole number, 1 or more; got '$molecule_lane_count'" >&2; return 2; }
   mkdir -p "$logs"
-  rm -rf "$logs"/*.log "$logs"/*.result "$logs/taken" "$logs/queue"
+  rm -rf "$logs"/*.log "$logs"/*.result "$logs"/*.times "$logs/taken" "$logs/queue"
   mkdir "$logs/taken"
   for file in molecule/*/molecule.yml; do all+=("$(basename "$(dirname "$file")")"); done
   for scenario in $scenario_order "${all[@]}"; do
@@ -162,8 +162,8 @@ molecule_report() {
   local logs=$repo/.cache/molecule failed=0 result scenario rc seconds
   for result in "$logs"/*.result; do
     [ -e "$result" ] || continue
-    read -r scenario rc seconds < "$result"
-    timings+=("molecule:$scenario $seconds s")
+    read -r scenario rc seconds cpu < "$result"
+    timings+=("molecule:$scenario $seconds s (controller CPU ${cpu:-?} s)")
     if [ "$rc" != 0 ]; then
       failed=1
       printf '\n=== molecule %s FAILED (rc %s): its log ===\n' "$scenario" "$rc"
@@ -184,18 +184,41 @@ run_lane() {
     echo "molecule: $scenario started (lane $lane)"
     rc=0
     # NO_COLOR: plain text in the log files (Molecule colours its output whenever TERM says xterm).
-    NO_COLOR=1 molecule test -s "$scenario" > "$logs/$scenario.log" 2>&1 || rc=$?
-    echo "$scenario $rc $((SECONDS - start))" > "$logs/$scenario.result"
+    # The subshell's `times` at its end: the CPU of the controller's side of the scenario (Molecule, Ansible, what
+    # they run here); the nodes' processes run under podman's conmon, not under this shell, and are not in it.
+    # (`times` into a file: in a pipe it would run in a shell of its own, which has no children.)
+    (trap 'times > "$logs/$scenario.times"' EXIT; NO_COLOR=1 molecule test -s "$scenario") > "$logs/$scenario.log" 2>&1 ||
+      rc=$?
+    echo "$scenario $rc $((SECONDS - start)) $(children_cpu < "$logs/$scenario.times" 2>/dev/null || echo '?')" > "$logs/$scenario.result"
     echo "molecule: $scenario $([ "$rc" = 0 ] && echo passed || echo FAILED) in $((SECONDS - start)) s (lane $lane)"
   done
 }
 
-# The durations are printed at the end, also when a stage fails.
+# The CPU seconds, user and system, of a shell's children that ended, from its `times` on stdin (the second line, such
+# as "1m39.424s 0m46.537s"), as a whole number; ? without one.
+children_cpu() {
+  awk 'END { if (NR < 2) print "?" } NR == 2 { n = 0; for (i = 1; i <= 2; i++) { split($i, t, /[ms]/); n += t[1] * 60 + t[2] } printf "%.0f", n }'
+}
+
+# The machine's CPU seconds so far, busy and in all (every CPU's user, nice, system, irq and softirq time, then with
+# idle and iowait), from the first line of /proc/stat in clock ticks.
+machine_cpu() {
+  awk -v hz="$(getconf CLK_TCK)" '$1 == "cpu" { busy = $2 + $3 + $4 + $7 + $8; printf "%.0f %.0f", busy / hz, (busy + $5 + $6) / hz; exit }' /proc/stat
+}
+
+# The durations are printed at the end, also when a stage fails. Beside each stage's wall time, the CPU its side used
+# (containers not counted); at the end, how busy the machine's CPUs were over the run: where that is near 100 %, the
+# run is bound by CPU, and only less CPU work (not more side by side) makes it shorter.
 print_durations() {
+  local busy_end all_end
   printf '\n=== stage durations ===\n'
   [ "${#timings[@]}" -eq 0 ] || printf '%s\n' "${timings[@]}"
   [ "${#failed_stages[@]}" -eq 0 ] || echo "FAILED: ${failed_stages[*]}"
   printf 'total %s s\n' "$((SECONDS - total_start))"
+  read -r busy_end all_end <<<"$(machine_cpu)"
+  awk -v busy=$((busy_end - busy_start)) -v all=$((all_end - all_start)) -v cpus="$(nproc)" 'BEGIN {
+    share = all > 0 ? 100 * busy / all : 0
+    printf "machine CPU: %d s busy of %d s (%d CPUs over the run), %.0f %%, containers included\n", busy, all, cpus, share }'
 }
 
 stages=("$@")
@@ -206,6 +229,7 @@ done
 timings=()
 failed_stages=()
 total_start=$SECONDS
+read -r busy_start all_start <<<"$(machine_cpu)"
 trap print_durations EXIT
 
 # With other stages, the Molecule lanes start first and run beside them: the lanes wait on their nodes much of the
@@ -235,11 +259,15 @@ for stage in "${stages[@]}"; do
   else
     # A subshell of its own stops at the stage's first failing command (set -e), which a stage tested by if or ||
     # would not.
-    ( "stage_$stage" ) &
+    ( trap 'times > "$repo/.cache/stage-$stage.times"' EXIT; "stage_$stage" ) &
     wait "$!" || rc=$?
   fi
-  if [ "$rc" = 0 ]; then
+  cpu=$(children_cpu < "$repo/.cache/stage-$stage.times" 2>/dev/null || echo '?')
+  rm -f "$repo/.cache/stage-$stage.times"
+  if [ "$rc" = 0 ] && [ "$stage" = molecule ]; then
     timings+=("$stage $((SECONDS - start)) s")
+  elif [ "$rc" = 0 ]; then
+    timings+=("$stage $((SECONDS - start)) s (CPU $cpu s)")
   else
     timings+=("$stage FAILED after $((SECONDS - start)) s")
     failed_stages+=("$stage")

@@ -14,6 +14,8 @@ description:
   - Returns whether this task runs in check mode - C(--check), or C(check_mode) set on the task, its block, its role
     or the include that runs it - and in diff mode. The roles of this collection read it once each, to plan what check
     mode can predict.
+  - With O(supported=false) it fails with O(fail_msg) instead - the roles' shared start refuses an OS it has no
+    variables for in the same task, a task fewer per role run.
   - An action plugin only - it makes no connection to the host and changes nothing.
 author:
   - kunpeng_ascend.vllm maintainers (@kunpeng-ascend)
@@ -27,7 +29,17 @@ attributes:
   platform:
     support: full
     platforms: posix
-options: {}
+options:
+  supported:
+    description:
+      - Whether the caller supports the host. When false, the task fails with O(fail_msg).
+    type: bool
+    default: true
+  fail_msg:
+    description:
+      - The message of the failure when O(supported) is false.
+    type: str
+    default: the role does not support this host
 """
 
 EXAMPLES = r"""
@@ -38,17 +50,23 @@ EXAMPLES = r"""
 - name: Say so
   ansible.builtin.debug:
     msg: "check mode: {{ __run_mode.check_mode }}"
+
+- name: Refuse a host without per-OS variables, else find out whether the role runs in check mode
+  kunpeng_ascend.vllm.run_mode:
+    supported: "{{ __my_role_vars_file | length > 0 }}"
+    fail_msg: "my_role does not support {{ ansible_facts['distribution'] }}"
+  register: __my_role_check_probe
 """
 
 RETURN = r"""
 check_mode:
   description: Whether the task runs in check mode.
-  returned: always
+  returned: unless O(supported) is false
   type: bool
   sample: false
 diff_mode:
   description: Whether the task runs in diff mode.
-  returned: always
+  returned: unless O(supported) is false
   type: bool
   sample: false
 """

@@ -21,6 +21,8 @@
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 cd "$repo"
+# shellcheck source=tools/cpu-times.sh
+. "$repo/tools/cpu-times.sh"
 nodes=${BENCH_FLEET_NODES:-8}
 forks=${BENCH_FLEET_FORKS:-$((nodes > 8 ? nodes : 8))}
 top=${BENCH_FLEET_TOP:-15}
@@ -151,9 +153,7 @@ run_site() {
     exit 1
   fi
   took[$name]=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
-  # The second line of `times`: the children's user and system time, such as 1m39.424s 0m46.537s.
-  controller_cpu[$name]=$(awk 'NR == 2 { n = 0; for (i = 1; i <= 2; i++) { split($i, t, /[ms]/); n += t[1] * 60 + t[2] }
-                                         printf "%.0f", n }' "$work/times")
+  controller_cpu[$name]=$(children_cpu < "$work/times")
   cpu_after=$(nodes_cpu_now "$group")
   nodes_cpu[$name]=$(awk -v a="$cpu_before" -v b="$cpu_after" 'BEGIN { if (a == "?" || b == "?") print "?"; else printf "%.0f", b - a }')
   echo "$name: ${took[$name]} s (CPU: controller ${controller_cpu[$name]} s, nodes ${nodes_cpu[$name]} s)"

@@ -6,6 +6,8 @@
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 cd "$repo"
+# shellcheck source=tools/cpu-times.sh
+. "$repo/tools/cpu-times.sh"
 
 # The host set-up, proven in a clean container: every tool the tooling calls is installed by it and runs.
 stage_setup() {
@@ -186,18 +188,11 @@ run_lane() {
     # NO_COLOR: plain text in the log files (Molecule colours its output whenever TERM says xterm).
     # The subshell's `times` at its end: the CPU of the controller's side of the scenario (Molecule, Ansible, what
     # they run here); the nodes' processes run under podman's conmon, not under this shell, and are not in it.
-    # (`times` into a file: in a pipe it would run in a shell of its own, which has no children.)
     (trap 'times > "$logs/$scenario.times"' EXIT; NO_COLOR=1 molecule test -s "$scenario") > "$logs/$scenario.log" 2>&1 ||
       rc=$?
     echo "$scenario $rc $((SECONDS - start)) $(children_cpu < "$logs/$scenario.times" 2>/dev/null || echo '?')" > "$logs/$scenario.result"
     echo "molecule: $scenario $([ "$rc" = 0 ] && echo passed || echo FAILED) in $((SECONDS - start)) s (lane $lane)"
   done
-}
-
-# The CPU seconds, user and system, of a shell's children that ended, from its `times` on stdin (the second line, such
-# as "1m39.424s 0m46.537s"), as a whole number; ? without one.
-children_cpu() {
-  awk 'END { if (NR < 2) print "?" } NR == 2 { n = 0; for (i = 1; i <= 2; i++) { split($i, t, /[ms]/); n += t[1] * 60 + t[2] } printf "%.0f", n }'
 }
 
 # The machine's CPU seconds so far, busy and in all (every CPU's user, nice, system, irq and softirq time, then with
@@ -262,12 +257,14 @@ for stage in "${stages[@]}"; do
     ( trap 'times > "$repo/.cache/stage-$stage.times"' EXIT; "stage_$stage" ) &
     wait "$!" || rc=$?
   fi
-  cpu=$(children_cpu < "$repo/.cache/stage-$stage.times" 2>/dev/null || echo '?')
-  rm -f "$repo/.cache/stage-$stage.times"
-  if [ "$rc" = 0 ] && [ "$stage" = molecule ]; then
-    timings+=("$stage $((SECONDS - start)) s")
-  elif [ "$rc" = 0 ]; then
-    timings+=("$stage $((SECONDS - start)) s (CPU $cpu s)")
+  # The molecule stage's scenarios give their own CPU (molecule_report).
+  cpu=
+  if [ "$stage" != molecule ]; then
+    cpu=" (CPU $(children_cpu < "$repo/.cache/stage-$stage.times" 2>/dev/null || echo '?') s)"
+    rm -f "$repo/.cache/stage-$stage.times"
+  fi
+  if [ "$rc" = 0 ]; then
+    timings+=("$stage $((SECONDS - start)) s$cpu")
   else
     timings+=("$stage FAILED after $((SECONDS - start)) s")
     failed_stages+=("$stage")
